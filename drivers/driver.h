@@ -1,0 +1,81 @@
+// The driver interface: the only way the core reaches the machine.
+//
+// A backend owns physical memory objects and the CPU's view of virtual address windows. The core
+// keeps the device MMU (which virtual address maps to which physical bytes, who may touch them) in
+// its own tables and asks the backend only for the things that need the kernel: backing storage,
+// CPU mappings where the CPU really touches memory, and copies that must not crash on bad pointers.
+//
+// Results are 0 or a negative errno, like the Linux calls underneath, so that the core can apply the
+// vendor's errno -> error-code table (behavior.md section 0) without the driver knowing it.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace aclvmm::drv {
+
+// CPU protection of a mapped range. Values equal the ACL access flags on purpose.
+enum class CpuAccess : int { kNone = 0, kRead = 1, kReadWrite = 3 };
+
+// One piece of physical memory (an HBM or host allocation). Fresh memory reads as zeros.
+class PhysicalMemory {
+ public:
+  virtual ~PhysicalMemory() = default;
+  virtual uint64_t size() const = 0;
+  // Copy between the physical memory and a host buffer. A bad host buffer gives -EFAULT, never a
+  // crash; offsets past the end give -EINVAL.
+  virtual int read(uint64_t offset, void* dst, size_t n) const = 0;
+  virtual int write(uint64_t offset, const void* src, size_t n) = 0;
+  virtual int fill(uint64_t offset, uint8_t value, size_t n) = 0;
+  // A file descriptor that represents the memory (for passing to another process), or -1.
+  virtual int fd() const = 0;
+};
+
+struct PhysicalRequest {
+  uint64_t size = 0;
+  int numa_node = -1;       // host memory placement; -1: no preference
+  bool huge_1g = false;     // informational: the backend may choose its page size
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual const char* name() const = 0;
+
+  // Claims [preferred, preferred+size) as an inaccessible, unbacked placeholder. When that range is
+  // taken, claims another range of the same size aligned to `align` and reports it in *base.
+  virtual int claim_window(uint64_t preferred, uint64_t size, uint64_t align, uint64_t* base) = 0;
+  // Claims exactly [addr, addr+size) as a placeholder; -EEXIST when anything is there.
+  virtual int claim_fixed(uint64_t addr, uint64_t size) = 0;
+  virtual int release_window(uint64_t base, uint64_t size) = 0;
+
+  virtual int create_physical(const PhysicalRequest& req, std::shared_ptr<PhysicalMemory>* out) = 0;
+  // Wraps a descriptor received from another process (takes ownership of fd).
+  virtual int adopt_physical(int fd, uint64_t size, std::shared_ptr<PhysicalMemory>* out) = 0;
+
+  // Makes [va, va+size) inside a claimed window show `mem` from `offset` with CPU protection
+  // `access`. kNone restores the placeholder (no kernel mapping is kept for it).
+  virtual int map_cpu(uint64_t va, uint64_t size, PhysicalMemory& mem, uint64_t offset,
+                      CpuAccess access) = 0;
+  // Restores the placeholder over [va, va+size).
+  virtual int unmap_cpu(uint64_t va, uint64_t size) = 0;
+  // Binds host memory mapped at [va, va+size) to a NUMA node; -EOPNOTSUPP without NUMA.
+  virtual int bind_numa(uint64_t va, uint64_t size, int node) = 0;
+
+  // CPU copies on process memory that report a bad pointer as -EFAULT instead of crashing.
+  virtual int host_copy(void* dst, const void* src, size_t n) = 0;
+  virtual int host_fill(void* dst, uint8_t value, size_t n) = 0;
+
+  // Host facts.
+  virtual uint64_t host_memory_total() = 0;
+  virtual uint64_t host_memory_free() = 0;
+  virtual int numa_node_count() = 0;  // 0 when NUMA is not available
+  virtual size_t host_page_size() = 0;
+};
+
+// Creates the backend called `name` ("emu"); nullptr when there is no such backend.
+std::unique_ptr<Backend> create_backend(const std::string& name);
+
+}  // namespace aclvmm::drv

@@ -1,0 +1,183 @@
+#include "drivers/emu/memfd_memory.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <limits>
+#include <new>
+
+#include "drivers/emu/pattern.h"
+#include "drivers/emu/util.h"
+
+namespace aclvmm::drv::emu {
+namespace {
+
+// Every live allocation holds a descriptor, and applications keep thousands of handles; the
+// default soft limit (often 1024) would make allocation fail long before memory runs out.
+void raise_fd_limit_once() {
+  static std::atomic<bool> done{false};
+  if (done.exchange(true)) return;
+  struct rlimit rl;
+  if (::getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur >= rl.rlim_max) return;
+  struct rlimit want = rl;
+  want.rlim_cur = rl.rlim_max;
+  if (::setrlimit(RLIMIT_NOFILE, &want) == 0 || rl.rlim_max != RLIM_INFINITY) return;
+  // An infinite hard limit cannot be the soft limit: the kernel caps descriptors at fs.nr_open.
+  FILE* f = std::fopen("/proc/sys/fs/nr_open", "re");
+  if (!f) return;
+  unsigned long long nr_open = 0;
+  if (std::fscanf(f, "%llu", &nr_open) == 1 && nr_open > rl.rlim_cur) {
+    want.rlim_cur = static_cast<rlim_t>(nr_open);
+    (void)::setrlimit(RLIMIT_NOFILE, &want);
+  }
+  std::fclose(f);
+}
+
+constexpr uint64_t kMaxFileSize = static_cast<uint64_t>(std::numeric_limits<off_t>::max());
+
+}  // namespace
+
+int MemfdMemory::wrap(int fd, uint64_t size, std::shared_ptr<PhysicalMemory>* out) {
+  MemfdMemory* mem = new (std::nothrow) MemfdMemory(fd, size);
+  if (!mem) {
+    ::close(fd);
+    return -ENOMEM;
+  }
+  try {
+    out->reset(mem);  // deletes `mem` (closing fd) if the control block cannot be allocated
+  } catch (const std::bad_alloc&) {
+    return -ENOMEM;
+  }
+  return 0;
+}
+
+int MemfdMemory::create(uint64_t size, std::shared_ptr<PhysicalMemory>* out) {
+  if (!out || size == 0 || size > kMaxFileSize) return -EINVAL;
+  raise_fd_limit_once();
+  int fd = ::memfd_create("aclvmm-phys", MFD_CLOEXEC);
+  if (fd < 0) return -errno;
+  // Only sets the length: shmem allocates pages on first touch, so the memory is sparse and
+  // reads as zeros until written.
+  int rc;
+  do {
+    rc = ::ftruncate(fd, static_cast<off_t>(size));
+  } while (rc != 0 && errno == EINTR);
+  if (rc != 0) {
+    int e = errno;
+    ::close(fd);
+    return -e;
+  }
+  return wrap(fd, size, out);
+}
+
+int MemfdMemory::adopt(int fd, uint64_t size, std::shared_ptr<PhysicalMemory>* out) {
+  if (fd < 0) return -EBADF;
+  if (!out || size == 0 || size > kMaxFileSize) {
+    ::close(fd);
+    return -EINVAL;
+  }
+  struct stat st;
+  if (::fstat(fd, &st) != 0) {
+    int e = errno;
+    ::close(fd);
+    return -e;
+  }
+  // A short file would turn accesses past its end into SIGBUS in every mapping.
+  if (st.st_size < 0 || static_cast<uint64_t>(st.st_size) < size) {
+    ::close(fd);
+    return -EINVAL;
+  }
+  return wrap(fd, size, out);
+}
+
+MemfdMemory::~MemfdMemory() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+int MemfdMemory::check_range(uint64_t offset, size_t n) const {
+  if (offset > size_ || n > size_ - offset) return -EINVAL;
+  return 0;
+}
+
+// pread/pwrite copy with the kernel's user-access checks, so a bad host buffer becomes EFAULT
+// instead of a fault in this process.
+int MemfdMemory::read(uint64_t offset, void* dst, size_t n) const {
+  if (int rc = check_range(offset, n)) return rc;
+  auto* p = static_cast<uint8_t*>(dst);
+  while (n > 0) {
+    ssize_t r = ::pread(fd_, p, n, static_cast<off_t>(offset));
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      return -errno;
+    }
+    if (r == 0) return -EIO;  // the file shrank under us (a peer truncated a shared descriptor)
+    p += r;
+    offset += static_cast<uint64_t>(r);
+    n -= static_cast<size_t>(r);
+  }
+  return 0;
+}
+
+int MemfdMemory::write(uint64_t offset, const void* src, size_t n) {
+  if (int rc = check_range(offset, n)) return rc;
+  auto* p = static_cast<const uint8_t*>(src);
+  while (n > 0) {
+    ssize_t r = ::pwrite(fd_, p, n, static_cast<off_t>(offset));
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      return -errno;
+    }
+    if (r == 0) return -EIO;
+    p += r;
+    offset += static_cast<uint64_t>(r);
+    n -= static_cast<size_t>(r);
+  }
+  return 0;
+}
+
+int MemfdMemory::write_pattern(uint64_t offset, uint8_t value, uint64_t n) {
+  if (n == 0) return 0;
+  const size_t need = static_cast<size_t>(std::min<uint64_t>(n, kPatternBytes));
+  const uint8_t* pattern = pattern_buffer(value, need);
+  if (!pattern) return -ENOMEM;
+  while (n > 0) {
+    size_t chunk = static_cast<size_t>(std::min<uint64_t>(n, kPatternBytes));
+    if (int rc = write(offset, pattern, chunk)) return rc;
+    offset += chunk;
+    n -= chunk;
+  }
+  return 0;
+}
+
+int MemfdMemory::fill(uint64_t offset, uint8_t value, size_t n) {
+  if (int rc = check_range(offset, n)) return rc;
+  if (n == 0) return 0;
+  if (value == 0) {
+    const uint64_t page = page_size();
+    const uint64_t end = offset + n;
+    const uint64_t hole_begin = align_up(offset, page);
+    const uint64_t hole_end = align_down(end, page);
+    if (hole_begin < hole_end) {
+      // Punching gives the pages back to the system, so zeroing a huge allocation costs nothing,
+      // and every mapping of the file sees zeros at once.
+      if (::fallocate(fd_, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+                      static_cast<off_t>(hole_begin),
+                      static_cast<off_t>(hole_end - hole_begin)) == 0) {
+        if (int rc = write_pattern(offset, 0, hole_begin - offset)) return rc;
+        return write_pattern(hole_end, 0, end - hole_end);
+      }
+      if (errno != EOPNOTSUPP && errno != ENOSYS) return -errno;
+      // A descriptor on a file system without hole punching: write the zeros.
+    }
+  }
+  return write_pattern(offset, value, n);
+}
+
+}  // namespace aclvmm::drv::emu

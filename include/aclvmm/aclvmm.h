@@ -1,0 +1,52 @@
+/*
+ * aclvmm extensions: what the emulated NPU offers beyond the ACL API.
+ *
+ * - aclvmmStatsJson: a JSON snapshot of the process's emulated state (devices, live objects,
+ *   managed-memory and sharing counters); see docs/emulation.md for the keys.
+ * - aclvmmInjectFault: make the nth following call of an ACL function fail with a chosen code,
+ *   to test an application's error paths. The failing call changes nothing.
+ * - Emulated kernels: there is no Ascend C compiler here, so a host function stands in for a
+ *   kernel. aclvmmLaunchKernel queues it on a stream; when the stream reaches it, it runs on the
+ *   stream's device and reaches device memory through aclvmmKernelRead/aclvmmKernelWrite, which
+ *   translate device addresses through the emulated device MMU with that device's access rights
+ *   (exactly like aclrtMemcpy does). A failed access fails the kernel; the error is reported by the
+ *   next synchronisation of the stream, as a device exception would be.
+ */
+#ifndef ACLVMM_ACLVMM_H_
+#define ACLVMM_ACLVMM_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "acl/acl.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The statistics JSON; valid until the next call on the same thread. */
+ACL_FUNC_VISIBILITY const char *aclvmmStatsJson(void);
+
+/* nth >= 1: the nth following call of `api` (e.g. "aclrtMapMem") returns `code`; nth 0 clears. */
+ACL_FUNC_VISIBILITY aclError aclvmmInjectFault(const char *api, uint32_t nth, aclError code);
+
+typedef struct aclvmmKernelContext aclvmmKernelContext;
+typedef void (*aclvmmKernelFunc)(aclvmmKernelContext *ctx, void *args);
+
+/* Queues `func(ctx, args)` on `stream` (NULL: the current context's default stream). */
+ACL_FUNC_VISIBILITY aclError aclvmmLaunchKernel(aclrtStream stream, aclvmmKernelFunc func, void *args);
+
+/* Inside a kernel: copy between device memory and the kernel's own (host) buffers. On failure the
+   kernel is marked failed and the call returns the error; later accesses keep failing. */
+ACL_FUNC_VISIBILITY aclError aclvmmKernelRead(aclvmmKernelContext *ctx, void *dst, const void *devSrc,
+                                              size_t size);
+ACL_FUNC_VISIBILITY aclError aclvmmKernelWrite(aclvmmKernelContext *ctx, void *devDst, const void *src,
+                                               size_t size);
+/* The user device id the kernel runs on. */
+ACL_FUNC_VISIBILITY int32_t aclvmmKernelDeviceId(const aclvmmKernelContext *ctx);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* ACLVMM_ACLVMM_H_ */

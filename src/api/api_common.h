@@ -1,0 +1,44 @@
+// Shared helpers of the C facade: entry checks, error recording and code conversion.
+//
+// Every exported function follows one shape: ACLVMM_ENTRY (runtime start-up and injected faults),
+// the ACL layer's own argument checks (100000 on failure, as the vendor's ACL layer does), then one
+// call into the core whose Status becomes the return code. Every failure leaves a message for
+// aclGetRecentErrMsg on the calling thread and an ERROR line in the log.
+#pragma once
+
+#include <string>
+
+#include "acl/acl.h"
+#include "core/status.h"
+
+namespace aclvmm::api {
+
+// Starts the runtime if needed and applies fault injection; 0 means go on.
+aclError enter(const char* api);
+// Records and logs a failure of `api`; returns `code`.
+aclError fail(const char* api, int code, const std::string& message);
+// 0 for an ok status, else fail(api, status.code(), status.message()).
+aclError finish(const char* api, const Status& status);
+// An ACL-layer parameter error (100000).
+inline aclError invalid(const char* api, const std::string& message) {
+  return fail(api, kAclInvalidParam, message);
+}
+// Records a warning-level note (not an error): e.g. a feature probe answered "not supported".
+void note(const char* api, const std::string& message);
+
+inline uint64_t addr(const void* p) { return reinterpret_cast<uint64_t>(p); }
+inline uint64_t token(const void* p) { return reinterpret_cast<uint64_t>(p); }
+inline void* from_token(uint64_t t) { return reinterpret_cast<void*>(t); }
+
+}  // namespace aclvmm::api
+
+#define ACLVMM_ENTRY(name)                                \
+  do {                                                    \
+    aclError aclvmm_entry_ = ::aclvmm::api::enter(name);  \
+    if (aclvmm_entry_ != ACL_SUCCESS) return aclvmm_entry_; \
+  } while (0)
+
+#define ACLVMM_REQUIRE_NOT_NULL(name, p)                                    \
+  do {                                                                      \
+    if ((p) == nullptr) return ::aclvmm::api::invalid(name, #p " must not be NULL"); \
+  } while (0)

@@ -1,0 +1,184 @@
+// Devices: selection, reset, count, synchronisation, peer access, memory info, identity.
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <string>
+
+#include "api/api_common.h"
+#include "core/runtime.h"
+
+using namespace aclvmm;
+
+namespace {
+
+// The process id in the outermost PID namespace /proc can see (the first NSpid entry), which is
+// what the vendor driver compares against the pid whitelist; plain getpid() where unavailable.
+int32_t bare_tgid() {
+  static pid_t cached_for = -1;
+  static int32_t cached = -1;
+  pid_t self = getpid();
+  if (cached_for == self) return cached;
+  int32_t tgid = self;
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("NSpid:", 0) == 0) {
+      long v = std::strtol(line.c_str() + 6, nullptr, 10);
+      if (v > 0) tgid = static_cast<int32_t>(v);
+      break;
+    }
+  }
+  cached = tgid;
+  cached_for = self;
+  return tgid;
+}
+
+uint64_t fnv1a(const std::string& s, uint64_t seed) {
+  uint64_t h = 1469598103934665603ull ^ seed;
+  for (unsigned char c : s) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+}  // namespace
+
+extern "C" {
+
+aclError aclrtSetDevice(int32_t deviceId) {
+  ACLVMM_ENTRY("aclrtSetDevice");
+  return api::finish("aclrtSetDevice", Runtime::get().set_device(deviceId));
+}
+
+aclError aclrtResetDevice(int32_t deviceId) {
+  ACLVMM_ENTRY("aclrtResetDevice");
+  return api::finish("aclrtResetDevice", Runtime::get().reset_device(deviceId, false));
+}
+
+aclError aclrtResetDeviceForce(int32_t deviceId) {
+  ACLVMM_ENTRY("aclrtResetDeviceForce");
+  return api::finish("aclrtResetDeviceForce", Runtime::get().reset_device(deviceId, true));
+}
+
+aclError aclrtGetDevice(int32_t* deviceId) {
+  const char* api = "aclrtGetDevice";
+  ACLVMM_ENTRY(api);
+  ACLVMM_REQUIRE_NOT_NULL(api, deviceId);
+  Runtime& rt = Runtime::get();
+  auto dev = rt.current_device();
+  if (!dev.ok()) return api::finish(api, dev.status());
+  *deviceId = rt.user_device(*dev);
+  return ACL_SUCCESS;
+}
+
+aclError aclrtGetDeviceCount(uint32_t* count) {
+  const char* api = "aclrtGetDeviceCount";
+  ACLVMM_ENTRY(api);
+  ACLVMM_REQUIRE_NOT_NULL(api, count);
+  Runtime& rt = Runtime::get();
+  if (!rt.config().visible_error.empty()) {
+    return api::fail(api, ACL_ERROR_RT_INVALID_DEVICEID, rt.config().visible_error);
+  }
+  *count = static_cast<uint32_t>(rt.visible_count());
+  return ACL_SUCCESS;
+}
+
+aclError aclrtSynchronizeDevice(void) {
+  ACLVMM_ENTRY("aclrtSynchronizeDevice");
+  return api::finish("aclrtSynchronizeDevice", Runtime::get().synchronize_device());
+}
+
+aclError aclrtDeviceCanAccessPeer(int32_t* canAccessPeer, int32_t deviceId, int32_t peerDeviceId) {
+  const char* api = "aclrtDeviceCanAccessPeer";
+  ACLVMM_ENTRY(api);
+  ACLVMM_REQUIRE_NOT_NULL(api, canAccessPeer);
+  if (deviceId == peerDeviceId) return api::invalid(api, "deviceId and peerDeviceId must differ");
+  Runtime& rt = Runtime::get();
+  auto a = rt.physical_device(deviceId);
+  if (!a.ok()) return api::finish(api, a.status());
+  auto b = rt.physical_device(peerDeviceId);
+  if (!b.ok()) return api::finish(api, b.status());
+  *canAccessPeer = 1;  // emulated devices share one HCCS fabric
+  return ACL_SUCCESS;
+}
+
+static aclError peer_access(const char* api, int32_t peerDeviceId, bool enable) {
+  Runtime& rt = Runtime::get();
+  auto cur = rt.current_device();
+  if (!cur.ok()) return api::finish(api, cur.status());
+  if (rt.user_device(*cur) == peerDeviceId) {
+    return api::invalid(api, "peerDeviceId " + std::to_string(peerDeviceId) + " is the current device");
+  }
+  auto peer = rt.physical_device(peerDeviceId);
+  if (!peer.ok()) return api::finish(api, peer.status());
+  return api::finish(api, rt.enable_peer(*peer, enable));
+}
+
+aclError aclrtDeviceEnablePeerAccess(int32_t peerDeviceId, uint32_t flags) {
+  const char* api = "aclrtDeviceEnablePeerAccess";
+  ACLVMM_ENTRY(api);
+  if (flags != 0) {
+    return api::fail(api, ACL_ERROR_FEATURE_UNSUPPORTED, "flags must be 0, got " + std::to_string(flags));
+  }
+  return peer_access(api, peerDeviceId, true);
+}
+
+aclError aclrtDeviceDisablePeerAccess(int32_t peerDeviceId) {
+  const char* api = "aclrtDeviceDisablePeerAccess";
+  ACLVMM_ENTRY(api);
+  return peer_access(api, peerDeviceId, false);
+}
+
+aclError aclrtGetMemInfo(aclrtMemAttr attr, size_t* free, size_t* total) {
+  const char* api = "aclrtGetMemInfo";
+  ACLVMM_ENTRY(api);
+  ACLVMM_REQUIRE_NOT_NULL(api, free);
+  ACLVMM_REQUIRE_NOT_NULL(api, total);
+  Runtime& rt = Runtime::get();
+  if (static_cast<int>(attr) < ACL_DDR_MEM || static_cast<int>(attr) > ACL_MEM_P2P_HUGE1G) {
+    return api::fail(api, ACL_ERROR_RT_PARAM_INVALID,
+                     "attr " + std::to_string(static_cast<int>(attr)) + " is not an aclrtMemAttr");
+  }
+  auto dev = rt.current_device();
+  if (!dev.ok()) return api::finish(api, dev.status());
+  switch (attr) {
+    case ACL_DDR_MEM: case ACL_DDR_MEM_HUGE: case ACL_DDR_MEM_NORMAL:
+    case ACL_DDR_MEM_P2P_HUGE: case ACL_DDR_MEM_P2P_NORMAL:
+      *total = rt.backend().host_memory_total();
+      *free = rt.backend().host_memory_free();
+      return ACL_SUCCESS;
+    default: {
+      auto pool = rt.pool(*dev);
+      *total = pool->total();
+      *free = pool->total() - pool->used();
+      return ACL_SUCCESS;
+    }
+  }
+}
+
+aclError aclrtDeviceGetUuid(int32_t deviceId, aclrtUuid* uuid) {
+  const char* api = "aclrtDeviceGetUuid";
+  ACLVMM_ENTRY(api);
+  ACLVMM_REQUIRE_NOT_NULL(api, uuid);
+  auto dev = Runtime::get().physical_device(deviceId);
+  if (!dev.ok()) return api::finish(api, dev.status());
+  // Stable for a device of this host, different between devices and hosts.
+  char host[256] = {0};
+  gethostname(host, sizeof host - 1);
+  std::string key = std::string(host) + "/aclvmm-npu/" + std::to_string(*dev);
+  uint64_t a = fnv1a(key, 0), b = fnv1a(key, 0x9e3779b97f4a7c15ull);
+  std::memcpy(uuid->bytes, &a, 8);
+  std::memcpy(uuid->bytes + 8, &b, 8);
+  return ACL_SUCCESS;
+}
+
+aclError aclrtDeviceGetBareTgid(int32_t* pid) {
+  ACLVMM_REQUIRE_NOT_NULL("aclrtDeviceGetBareTgid", pid);
+  *pid = bare_tgid();
+  return ACL_SUCCESS;
+}
+
+}  // extern "C"

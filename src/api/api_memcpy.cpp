@@ -1,0 +1,99 @@
+// aclrtMemcpy / aclrtMemset and their stream-ordered variants.
+#include "api/api_common.h"
+#include "core/memory_ops.h"
+#include "core/runtime.h"
+
+using namespace aclvmm;
+
+namespace {
+
+aclError check_copy(const char* api, void* dst, size_t destMax, const void* src, size_t count,
+                    aclrtMemcpyKind kind) {
+  ACLVMM_REQUIRE_NOT_NULL(api, dst);
+  ACLVMM_REQUIRE_NOT_NULL(api, src);
+  if (static_cast<int>(kind) < ACL_MEMCPY_HOST_TO_HOST ||
+      static_cast<int>(kind) > ACL_MEMCPY_HOST_TO_BUF_TO_DEVICE) {
+    return api::invalid(api, "kind " + std::to_string(static_cast<int>(kind)) +
+                                 " is not supported (0..5); the real direction is taken from the addresses");
+  }
+  if (destMax < count) {
+    return api::fail(api, ACL_ERROR_RT_PARAM_INVALID,
+                     "count " + std::to_string(count) + " exceeds destMax " + std::to_string(destMax));
+  }
+  return ACL_SUCCESS;
+}
+
+aclError check_set(const char* api, void* devPtr, size_t maxCount, size_t count) {
+  ACLVMM_REQUIRE_NOT_NULL(api, devPtr);
+  if (maxCount < count) {
+    return api::fail(api, ACL_ERROR_RT_PARAM_INVALID,
+                     "count " + std::to_string(count) + " exceeds maxCount " + std::to_string(maxCount));
+  }
+  return ACL_SUCCESS;
+}
+
+// The device a stream's work runs on, with the peers it reaches.
+Accessor stream_accessor(const Stream& s) {
+  Runtime& rt = Runtime::get();
+  Accessor a;
+  a.device = s.device();
+  for (int peer = 0; peer < rt.config().device_count; ++peer) {
+    if (rt.peer_enabled(a.device, peer)) a.peer_mask |= 1ull << peer;
+  }
+  return a;
+}
+
+Status labelled(const char* api, Status st) {
+  return st.ok() ? st : Error(st.code(), std::string(api) + " (async): " + st.message());
+}
+
+}  // namespace
+
+extern "C" {
+
+aclError aclrtMemcpy(void* dst, size_t destMax, const void* src, size_t count, aclrtMemcpyKind kind) {
+  const char* api = "aclrtMemcpy";
+  if (count == 0) return ACL_SUCCESS;
+  ACLVMM_ENTRY(api);
+  if (aclError e = check_copy(api, dst, destMax, src, count, kind)) return e;
+  return api::finish(api, memops::copy(dst, src, count, Runtime::get().accessor()));
+}
+
+aclError aclrtMemcpyAsync(void* dst, size_t destMax, const void* src, size_t count,
+                          aclrtMemcpyKind kind, aclrtStream stream) {
+  const char* api = "aclrtMemcpyAsync";
+  if (count == 0) return ACL_SUCCESS;
+  ACLVMM_ENTRY(api);
+  if (aclError e = check_copy(api, dst, destMax, src, count, kind)) return e;
+  auto s = Runtime::get().resolve_stream(api::token(stream));
+  if (!s.ok()) return api::finish(api, s.status());
+  Accessor who = stream_accessor(**s);
+  (*s)->enqueue([=] { return labelled(api, memops::copy(dst, src, count, who)); });
+  return ACL_SUCCESS;
+}
+
+aclError aclrtMemset(void* devPtr, size_t maxCount, int32_t value, size_t count) {
+  const char* api = "aclrtMemset";
+  if (count == 0) return ACL_SUCCESS;
+  ACLVMM_ENTRY(api);
+  if (aclError e = check_set(api, devPtr, maxCount, count)) return e;
+  return api::finish(api, memops::fill(devPtr, static_cast<uint8_t>(value), count,
+                                       Runtime::get().accessor()));
+}
+
+aclError aclrtMemsetAsync(void* devPtr, size_t maxCount, int32_t value, size_t count,
+                          aclrtStream stream) {
+  const char* api = "aclrtMemsetAsync";
+  if (count == 0) return ACL_SUCCESS;
+  ACLVMM_ENTRY(api);
+  if (aclError e = check_set(api, devPtr, maxCount, count)) return e;
+  auto s = Runtime::get().resolve_stream(api::token(stream));
+  if (!s.ok()) return api::finish(api, s.status());
+  Accessor who = stream_accessor(**s);
+  (*s)->enqueue([=] {
+    return labelled(api, memops::fill(devPtr, static_cast<uint8_t>(value), count, who));
+  });
+  return ACL_SUCCESS;
+}
+
+}  // extern "C"

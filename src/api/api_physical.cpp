@@ -1,0 +1,161 @@
+// Physical memory handles: allocation, release, granularity, retain, properties.
+#include "api/api_common.h"
+#include "api/mem_attr.h"
+#include "core/runtime.h"
+#include "core/vmm.h"
+
+using namespace aclvmm;
+
+namespace {
+
+constexpr uint64_t kMiB2 = 2ull << 20, kGiB1 = 1ull << 30;
+
+// The ACL layer's attribute checks shared by MallocPhysical and granularity queries.
+aclError check_attr(const char* api, const aclrtPhysicalMemProp* prop, api::PageAndMemory* pm) {
+  const bool device = prop->location.type == ACL_MEM_LOCATION_TYPE_DEVICE;
+  if (device && api::ddr_only(prop->memAttr)) {
+    return api::invalid(api, "memAttr " + std::to_string(prop->memAttr) +
+                                 " is host (DDR) memory and cannot be placed on a device");
+  }
+  if (!api::translate_attr(prop->memAttr, !device, pm)) {
+    return api::invalid(api, "memAttr " + std::to_string(prop->memAttr) + " is not accepted");
+  }
+  return ACL_SUCCESS;
+}
+
+}  // namespace
+
+extern "C" {
+
+aclError aclrtMallocPhysical(aclrtDrvMemHandle* handle, size_t size, const aclrtPhysicalMemProp* prop,
+                             uint64_t flags) {
+  const char* api = "aclrtMallocPhysical";
+  ACLVMM_ENTRY(api);
+  ACLVMM_REQUIRE_NOT_NULL(api, handle);
+  ACLVMM_REQUIRE_NOT_NULL(api, prop);
+  if (size == 0) return api::invalid(api, "size must be greater than 0");
+  if (flags != 0) return api::invalid(api, "flags must be 0");
+  if (prop->handleType != ACL_MEM_HANDLE_TYPE_NONE) {
+    return api::invalid(api, "prop->handleType must be ACL_MEM_HANDLE_TYPE_NONE");
+  }
+  if (prop->allocationType != ACL_MEM_ALLOCATION_TYPE_PINNED) {
+    return api::invalid(api, "prop->allocationType must be ACL_MEM_ALLOCATION_TYPE_PINNED");
+  }
+  const aclrtMemLocationType type = prop->location.type;
+  if (type == ACL_MEM_LOCATION_TYPE_UNREGISTERED || type == ACL_MEM_LOCATION_TYPE_MANAGED) {
+    return api::invalid(api, "prop->location.type " + std::to_string(type) +
+                                 " cannot hold physical memory (use DEVICE, HOST or HOST_NUMA)");
+  }
+  api::PageAndMemory pm;
+  if (aclError e = check_attr(api, prop, &pm)) return e;
+
+  Runtime& rt = Runtime::get();
+  vmm::PhysicalSpec spec;
+  spec.page_type = pm.page;
+  spec.mem_type = pm.mem;
+  spec.reserve = prop->reserve;
+  if (type == ACL_MEM_LOCATION_TYPE_DEVICE) {
+    auto dev = rt.physical_device(static_cast<int32_t>(prop->location.id));
+    if (!dev.ok()) return api::finish(api, dev.status());
+    if (!api::attr_supported(rt.config().product, prop->memAttr)) {
+      return api::fail(api, ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
+                       "memAttr " + std::to_string(prop->memAttr) + " is not supported on " +
+                           rt.config().product.soc);
+    }
+    spec.side = Side::kDevice;
+    spec.device = *dev;
+  } else if (type == ACL_MEM_LOCATION_TYPE_HOST_NUMA) {
+    auto ctx = rt.current_context();
+    if (!ctx.ok()) return api::finish(api, ctx.status());
+    if (rt.backend().numa_node_count() == 0) {
+      return api::fail(api, ACL_ERROR_RT_FEATURE_NOT_SUPPORT, "this host has no NUMA support");
+    }
+    spec.side = Side::kHostNuma;
+    spec.device = static_cast<int>(prop->location.id);
+  } else if (type == ACL_MEM_LOCATION_TYPE_HOST) {
+    spec.side = Side::kHost;
+    spec.device = static_cast<int>(prop->location.id);
+  } else {
+    return api::fail(api, ACL_ERROR_RT_PARAM_INVALID,
+                     "prop->location.type " + std::to_string(type) + " is not a memory location");
+  }
+  auto h = vmm::malloc_physical(size, spec);
+  if (!h.ok()) return api::finish(api, h.status());
+  *handle = api::from_token(*h);
+  return ACL_SUCCESS;
+}
+
+aclError aclrtFreePhysical(aclrtDrvMemHandle handle) {
+  const char* api = "aclrtFreePhysical";
+  ACLVMM_ENTRY(api);
+  ACLVMM_REQUIRE_NOT_NULL(api, handle);
+  return api::finish(api, vmm::free_physical(api::token(handle)));
+}
+
+aclError aclrtMemGetAllocationGranularity(aclrtPhysicalMemProp* prop, aclrtMemGranularityOptions option,
+                                          size_t* granularity) {
+  const char* api = "aclrtMemGetAllocationGranularity";
+  ACLVMM_ENTRY(api);
+  ACLVMM_REQUIRE_NOT_NULL(api, prop);
+  ACLVMM_REQUIRE_NOT_NULL(api, granularity);
+  api::PageAndMemory pm;
+  if (aclError e = check_attr(api, prop, &pm)) return e;
+  Runtime& rt = Runtime::get();
+  const aclrtMemLocationType type = prop->location.type;
+  if (type == ACL_MEM_LOCATION_TYPE_DEVICE) {
+    auto dev = rt.physical_device(static_cast<int32_t>(prop->location.id));
+    if (!dev.ok()) return api::finish(api, dev.status());
+  }
+  if (static_cast<int>(option) >= 2) {
+    return api::fail(api, ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
+                     "option " + std::to_string(static_cast<int>(option)) +
+                         " is not supported (MINIMUM or RECOMMENDED)");
+  }
+  if (prop->reserve != 0) return api::fail(api, ACL_ERROR_RT_PARAM_INVALID, "prop->reserve must be 0");
+  if (type != ACL_MEM_LOCATION_TYPE_DEVICE && type != ACL_MEM_LOCATION_TYPE_HOST &&
+      type != ACL_MEM_LOCATION_TYPE_UNREGISTERED && type != ACL_MEM_LOCATION_TYPE_HOST_NUMA) {
+    return api::fail(api, ACL_ERROR_RT_PARAM_INVALID,
+                     "prop->location.type " + std::to_string(type) + " is not a memory location");
+  }
+  if (type == ACL_MEM_LOCATION_TYPE_HOST && prop->location.id >= 64) {
+    return api::fail(api, ACL_ERROR_RT_PARAM_INVALID, "host location id is out of range");
+  }
+  *granularity = pm.page == kHuge1GPage ? kGiB1 : kMiB2;
+  return ACL_SUCCESS;
+}
+
+aclError aclrtMemRetainAllocationHandle(void* virPtr, aclrtDrvMemHandle* handle) {
+  const char* api = "aclrtMemRetainAllocationHandle";
+  ACLVMM_ENTRY(api);
+  ACLVMM_REQUIRE_NOT_NULL(api, virPtr);
+  ACLVMM_REQUIRE_NOT_NULL(api, handle);
+  auto h = vmm::retain(api::addr(virPtr));
+  if (!h.ok()) return api::finish(api, h.status());
+  *handle = api::from_token(*h);
+  return ACL_SUCCESS;
+}
+
+aclError aclrtMemGetAllocationPropertiesFromHandle(aclrtDrvMemHandle handle, aclrtPhysicalMemProp* prop) {
+  const char* api = "aclrtMemGetAllocationPropertiesFromHandle";
+  ACLVMM_ENTRY(api);
+  ACLVMM_REQUIRE_NOT_NULL(api, handle);
+  ACLVMM_REQUIRE_NOT_NULL(api, prop);
+  auto spec = vmm::properties(api::token(handle));
+  if (!spec.ok()) return api::finish(api, spec.status());
+  const bool host = spec->side != Side::kDevice;
+  aclrtMemAttr attr;
+  if (!api::attr_from(spec->page_type, spec->mem_type, host, &attr)) {
+    return api::invalid(api, "the handle's memory type has no aclrtMemAttr");
+  }
+  prop->handleType = ACL_MEM_HANDLE_TYPE_NONE;
+  prop->allocationType = ACL_MEM_ALLOCATION_TYPE_PINNED;
+  prop->memAttr = attr;
+  prop->location.type = spec->side == Side::kDevice ? ACL_MEM_LOCATION_TYPE_DEVICE
+                        : spec->side == Side::kHost ? ACL_MEM_LOCATION_TYPE_HOST
+                                                    : ACL_MEM_LOCATION_TYPE_HOST_NUMA;
+  prop->location.id = static_cast<uint32_t>(spec->device);  // the driver's id, as the vendor reports
+  prop->reserve = spec->reserve;
+  return ACL_SUCCESS;
+}
+
+}  // extern "C"

@@ -1,0 +1,320 @@
+#include "core/address_space.h"
+
+#include <cerrno>
+#include <mutex>
+
+#include "core/log.h"
+
+namespace aclvmm {
+namespace {
+
+// Vendor windows (emulation.md section 3).
+constexpr uint64_t kHostWindow = 0x70000000000ull, kHostWindowSize = 1 * kTiB;
+constexpr uint64_t kUvmWindow = 0x90000000000ull, kUvmWindowSize = 3 * kTiB;
+constexpr uint64_t kSvmWindow = 0x100000000000ull, kSvmWindowSize = 8 * kTiB;
+constexpr uint64_t kSvmGeneralOffset = 0x12C000000000ull - kSvmWindow;
+constexpr uint64_t kNoUcStart = 0x180000000000ull, kNoUcEnd = 0x800000000000ull;
+
+uint64_t round_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
+
+drv::CpuAccess cpu_of(int flags) {
+  return flags == 3 ? drv::CpuAccess::kReadWrite
+                    : (flags == 1 ? drv::CpuAccess::kRead : drv::CpuAccess::kNone);
+}
+
+std::string hex(uint64_t v) {
+  char buf[32];
+  snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+bool is_reservation(const Region& r) {
+  return r.kind == RegionKind::kReservation || r.kind == RegionKind::kNoUcReservation;
+}
+
+}  // namespace
+
+Status AddressSpace::claim_windows(drv::Backend* backend) {
+  std::unique_lock<std::shared_mutex> lock(mu_);
+  if (backend_) return Status::Ok();
+  host_window_size_ = kHostWindowSize;
+  uvm_window_size_ = kUvmWindowSize;
+  svm_window_size_ = kSvmWindowSize;
+  struct Want {
+    uint64_t preferred, size, *base, *size_out;
+    const char* name;
+  } wants[] = {{kHostWindow, kHostWindowSize, &host_window_, &host_window_size_, "host pinned"},
+               {kUvmWindow, kUvmWindowSize, &uvm_window_, &uvm_window_size_, "managed"},
+               {kSvmWindow, kSvmWindowSize, &svm_window_, &svm_window_size_, "device"}};
+  for (Want& w : wants) {
+    int rc = backend->claim_window(w.preferred, w.size, kGiB, w.base);
+    // ThreadSanitizer confines a program to a few TiB: smaller windows keep the emulator usable
+    // there (the concurrency tests need no terabyte reservations).
+    while (rc == -ENOMEM && w.size > 64 * kGiB) {
+      w.size /= 2;
+      rc = backend->claim_window(w.preferred, w.size, kGiB, w.base);
+    }
+    if (rc != 0) {
+      return Error(kAclInternalError, std::string("cannot claim the ") + w.name +
+                                          " address window: errno " + std::to_string(-rc));
+    }
+    if (*w.base != w.preferred || w.size != *w.size_out) {
+      ACLVMM_LOG_WARN("DRV", "the {} window could not be placed at {} with {} bytes (taken, e.g. "
+                      "by a sanitizer); it is at {} with {} bytes instead", w.name,
+                      hex(w.preferred), *w.size_out, hex(*w.base), w.size);
+    }
+    *w.size_out = w.size;
+  }
+  host_.reset(host_window_, host_window_ + host_window_size_);
+  // The general part starts at the vendor's offset unless the window had to shrink.
+  svm_general_ = svm_window_size_ == kSvmWindowSize ? kSvmGeneralOffset : svm_window_size_ / 4;
+  svm_.reset(svm_window_ + svm_general_, svm_window_ + svm_window_size_);
+  backend_ = backend;
+  return Status::Ok();
+}
+
+std::vector<std::unique_ptr<Region>> AddressSpace::clear() {
+  std::unique_lock<std::shared_mutex> lock(mu_);
+  std::vector<std::unique_ptr<Region>> out;
+  for (auto& [base, region] : regions_) {
+    for (auto& [va, m] : region->mappings) {
+      if (m.cpu != drv::CpuAccess::kNone) backend_->unmap_cpu(m.va, m.size);
+    }
+    if (region->kind == RegionKind::kNoUcReservation) backend_->release_window(base, region->span);
+    out.push_back(std::move(region));
+  }
+  regions_.clear();
+  mappings_ = 0;
+  if (backend_) {
+    host_.reset(host_window_, host_window_ + host_window_size_);
+    svm_.reset(svm_window_ + svm_general_, svm_window_ + svm_window_size_);
+  }
+  return out;
+}
+
+const Region* AddressSpace::find_region(uint64_t va) const {
+  auto it = regions_.upper_bound(va);
+  if (it == regions_.begin()) return nullptr;
+  --it;
+  const Region* r = it->second.get();
+  return va - r->base < r->span ? r : nullptr;
+}
+
+Region* AddressSpace::find_region(uint64_t va) {
+  return const_cast<Region*>(static_cast<const AddressSpace*>(this)->find_region(va));
+}
+
+bool AddressSpace::in_windows(uint64_t va) const {
+  return (va - host_window_ < host_window_size_) || (va - uvm_window_ < uvm_window_size_) ||
+         (va - svm_window_ < svm_window_size_);
+}
+
+StatusOr<uint64_t> AddressSpace::reserve(uint64_t size, uint64_t expect, bool no_uc,
+                                         const char* api) {
+  uint64_t rsize = round_up(size < kChunk ? kChunk : size, kChunk);
+  if (rsize < size) return Error(ACL_ERROR_RT_PARAM_INVALID, "size is too large");
+  auto region = std::make_unique<Region>();
+  region->requested = size;
+  region->created_by = api;
+  std::unique_lock<std::shared_mutex> lock(mu_);
+  if (no_uc) {
+    if (rsize % kGiB != 0 || expect % kGiB != 0) {
+      return Error(ACL_ERROR_RT_PARAM_INVALID,
+                   "a no-UC reservation needs a size that is a multiple of 1 GiB and a 1 GiB aligned "
+                   "expectPtr (size " + std::to_string(size) + ", expectPtr " + hex(expect) + ")");
+    }
+    if (expect < kNoUcStart || expect >= kNoUcEnd || rsize > kNoUcEnd - expect) {
+      return Error(ACL_ERROR_RT_PARAM_INVALID, "expectPtr " + hex(expect) +
+                                                   " is outside the no-UC window [0x180000000000, "
+                                                   "0x800000000000)");
+    }
+    int rc = backend_->claim_fixed(expect, rsize);
+    if (rc != 0) {
+      return Error(ACL_ERROR_RT_DRV_INTERNAL_ERROR,
+                   "the range at " + hex(expect) + " is already in use");
+    }
+    region->kind = RegionKind::kNoUcReservation;
+    region->base = expect;
+    region->size = region->span = rsize;
+  } else {
+    uint64_t align = rsize > 512 * kMiB ? kGiB : kChunk;
+    uint64_t span = round_up(rsize, align);
+    uint64_t base = 0;
+    if (expect != 0) {
+      bool aligned;
+      if (rsize > 512 * kMiB) {
+        aligned = expect % kGiB == 0;
+      } else {
+        uint64_t pow2 = kChunk;
+        while (pow2 < rsize) pow2 <<= 1;
+        aligned = expect % pow2 == 0;
+      }
+      if (!aligned) {
+        return Error(ACL_ERROR_RT_PARAM_INVALID,
+                     "expectPtr " + hex(expect) + " is not aligned as a reservation of " +
+                         std::to_string(size) + " bytes requires");
+      }
+      if (expect - svm_window_ >= svm_window_size_) {
+        return Error(ACL_ERROR_RT_PARAM_INVALID,
+                     "expectPtr " + hex(expect) + " is outside the device address window");
+      }
+      if (!svm_.allocate_at(expect, span)) {
+        return Error(ACL_ERROR_RT_DRV_INTERNAL_ERROR,
+                     "the range at " + hex(expect) + " is already reserved or not reservable");
+      }
+      base = expect;
+    } else if (!svm_.allocate(span, align, &base)) {
+      return Error(ACL_ERROR_RT_MEMORY_ALLOCATION, "the device address window has no free range of " +
+                                                       std::to_string(span) + " bytes");
+    }
+    region->kind = RegionKind::kReservation;
+    region->base = base;
+    region->size = rsize;
+    region->span = span;
+  }
+  uint64_t base = region->base;
+  regions_.emplace(base, std::move(region));
+  return base;
+}
+
+Status AddressSpace::release(uint64_t base) {
+  std::unique_lock<std::shared_mutex> lock(mu_);
+  auto it = regions_.find(base);
+  if (it == regions_.end() || !is_reservation(*it->second)) {
+    return Error(ACL_ERROR_RT_PARAM_INVALID,
+                 hex(base) + " is not the start of a live reservation");
+  }
+  Region& r = *it->second;
+  if (!r.mappings.empty()) {
+    return Error(ACL_ERROR_RT_DRV_INTERNAL_ERROR,
+                 "the reservation at " + hex(base) + " still has " +
+                     std::to_string(r.mappings.size()) + " mapping(s); unmap them first");
+  }
+  if (r.kind == RegionKind::kNoUcReservation) {
+    backend_->release_window(r.base, r.span);
+  } else {
+    svm_.free(r.base, r.span);
+  }
+  regions_.erase(it);
+  return Status::Ok();
+}
+
+Status AddressSpace::cpu_apply(Mapping& m, drv::CpuAccess access) {
+  if (access == m.cpu) return Status::Ok();
+  int rc = access == drv::CpuAccess::kNone
+               ? backend_->unmap_cpu(m.va, m.size)
+               : backend_->map_cpu(m.va, m.size, *m.phys->memory, 0, access);
+  if (rc == 0 && access != drv::CpuAccess::kNone && m.phys->side == Side::kHostNuma) {
+    rc = backend_->bind_numa(m.va, m.size, m.phys->device);
+    if (rc != 0) backend_->unmap_cpu(m.va, m.size);
+  }
+  if (rc != 0) {
+    return Error(code_from_errno(rc), "the CPU mapping at " + hex(m.va) +
+                                          " could not be changed: errno " + std::to_string(-rc));
+  }
+  m.cpu = access;
+  return Status::Ok();
+}
+
+StatusOr<uint64_t> AddressSpace::add_device_malloc(uint64_t size, uint64_t requested,
+                                                   uint32_t page_size, int device,
+                                                   std::shared_ptr<PhysicalAllocation> phys) {
+  uint64_t align = size >= kGiB ? kGiB : kChunk;
+  uint64_t span = round_up(size, align);
+  std::unique_lock<std::shared_mutex> lock(mu_);
+  uint64_t base = 0;
+  if (!svm_.allocate(span, align, &base)) {
+    return Error(ACL_ERROR_RT_MEMORY_ALLOCATION, "the device address window is full");
+  }
+  auto region = std::make_unique<Region>();
+  region->kind = RegionKind::kDeviceMalloc;
+  region->base = base;
+  region->size = size;
+  region->span = span;
+  region->requested = requested;
+  region->device = device;
+  region->page_size = page_size;
+  region->created_by = "aclrtMalloc";
+  Mapping m;
+  m.va = base;
+  m.size = round_up(size, 4096);
+  m.phys = std::move(phys);
+  m.access.set_device(device, 3);
+  if (cpu_open_) {
+    Status st = cpu_apply(m, drv::CpuAccess::kReadWrite);
+    if (!st.ok()) {
+      svm_.free(base, span);
+      return st;
+    }
+  }
+  region->mappings.emplace(base, std::move(m));
+  ++mappings_;
+  regions_.emplace(base, std::move(region));
+  return base;
+}
+
+StatusOr<uint64_t> AddressSpace::add_host_pinned(uint64_t size, uint64_t requested,
+                                                 std::shared_ptr<PhysicalAllocation> phys) {
+  uint64_t span = round_up(size, kChunk);
+  std::unique_lock<std::shared_mutex> lock(mu_);
+  uint64_t base = 0;
+  if (!host_.allocate(span, kChunk, &base)) {
+    return Error(ACL_ERROR_RT_MEMORY_ALLOCATION, "the host pinned address window is full");
+  }
+  auto region = std::make_unique<Region>();
+  region->kind = RegionKind::kHostPinned;
+  region->base = base;
+  region->size = size;
+  region->span = span;
+  region->requested = requested;
+  region->created_by = "aclrtMallocHost";
+  Mapping m;
+  m.va = base;
+  m.size = size;
+  m.phys = std::move(phys);
+  m.access.host = 3;
+  Status st = cpu_apply(m, drv::CpuAccess::kReadWrite);
+  if (!st.ok()) {
+    host_.free(base, span);
+    return st;
+  }
+  region->mappings.emplace(base, std::move(m));
+  ++mappings_;
+  regions_.emplace(base, std::move(region));
+  return base;
+}
+
+StatusOr<std::unique_ptr<Region>> AddressSpace::remove_allocation(uint64_t base, RegionKind kind) {
+  std::unique_lock<std::shared_mutex> lock(mu_);
+  auto it = regions_.find(base);
+  if (it == regions_.end() || it->second->kind != kind) {
+    return Error(ACL_ERROR_RT_PARAM_INVALID,
+                 hex(base) + " is not the start of a live " +
+                     (kind == RegionKind::kHostPinned ? "aclrtMallocHost" : "aclrtMalloc") +
+                     " allocation");
+  }
+  std::unique_ptr<Region> region = std::move(it->second);
+  regions_.erase(it);
+  for (auto& [va, m] : region->mappings) {
+    if (m.cpu != drv::CpuAccess::kNone) backend_->unmap_cpu(m.va, m.size);
+    --mappings_;
+  }
+  (kind == RegionKind::kHostPinned ? host_ : svm_).free(region->base, region->span);
+  return region;
+}
+
+size_t AddressSpace::region_count(RegionKind kind) const {
+  std::shared_lock<std::shared_mutex> lock(mu_);
+  size_t n = 0;
+  for (const auto& [base, r] : regions_) n += r->kind == kind;
+  return n;
+}
+
+size_t AddressSpace::mapping_count() const {
+  std::shared_lock<std::shared_mutex> lock(mu_);
+  size_t n = 0;
+  for (const auto& [base, r] : regions_) n += is_reservation(*r) ? r->mappings.size() : 0;
+  return n;
+}
+
+}  // namespace aclvmm

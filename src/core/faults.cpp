@@ -1,0 +1,52 @@
+#include "core/faults.h"
+
+#include <atomic>
+#include <cstring>
+#include <mutex>
+
+namespace aclvmm {
+namespace {
+
+struct Armed {
+  std::string api;
+  uint32_t remaining;  // calls until the failing one, counting it
+  int code;
+};
+
+std::mutex g_mu;
+std::vector<Armed> g_armed;
+std::atomic<bool> g_any{false};  // keeps the common case (nothing armed) lock-free
+
+}  // namespace
+
+void faults_reset(const std::vector<FaultRule>& rules) {
+  std::lock_guard<std::mutex> lock(g_mu);
+  g_armed.clear();
+  for (const FaultRule& r : rules) g_armed.push_back({r.api, r.nth, r.code});
+  g_any.store(!g_armed.empty());
+}
+
+void faults_arm(const std::string& api, uint32_t nth, int code) {
+  std::lock_guard<std::mutex> lock(g_mu);
+  for (auto it = g_armed.begin(); it != g_armed.end();) {
+    it = it->api == api ? g_armed.erase(it) : it + 1;
+  }
+  if (nth != 0) g_armed.push_back({api, nth, code});
+  g_any.store(!g_armed.empty());
+}
+
+int faults_check(const char* api) {
+  if (!g_any.load(std::memory_order_relaxed)) return 0;
+  std::lock_guard<std::mutex> lock(g_mu);
+  for (auto it = g_armed.begin(); it != g_armed.end(); ++it) {
+    if (std::strcmp(it->api.c_str(), api) != 0) continue;
+    if (--it->remaining > 0) return 0;
+    int code = it->code;
+    g_armed.erase(it);
+    g_any.store(!g_armed.empty());
+    return code;
+  }
+  return 0;
+}
+
+}  // namespace aclvmm

@@ -1,0 +1,34 @@
+// Logging in the CANN plog line format (conventions.md section 2.1), through spdlog:
+//   [LEVEL] MODULE(PID,PROCNAME):YYYY-MM-DD-HH:MM:SS.mmm.uuu [FILE:LINE]TID FUNC:message
+// The level comes from ASCEND_GLOBAL_LOG_LEVEL (0 debug .. 4 null, default 3 error). Lines go to
+// stdout when ASCEND_LOG_PRINT_TO_STDOUT (or the older ASCEND_SLOG_PRINT_TO_STDOUT) is 1, else to
+// $ASCEND_PROCESS_LOG_PATH, $ASCEND_WORK_PATH/log or $HOME/ascend/log, under debug/plog/.
+#pragma once
+
+#include <string>
+
+#include <spdlog/fmt/fmt.h>
+
+namespace aclvmm::log {
+
+enum Level { kDebug = 0, kInfo = 1, kWarning = 2, kError = 3, kNull = 4 };
+
+bool enabled(Level level);
+void emit(Level level, const char* module, const char* file, int line, const char* func,
+          const std::string& message);
+// Re-reads the environment (aclInit does this so a test can change the level).
+void reconfigure();
+
+}  // namespace aclvmm::log
+
+#define ACLVMM_LOG(level, module, ...)                                                     \
+  do {                                                                                     \
+    if (::aclvmm::log::enabled(level)) {                                                   \
+      ::aclvmm::log::emit(level, module, __FILE__, __LINE__, __func__,                     \
+                          fmt::format(__VA_ARGS__));                                       \
+    }                                                                                      \
+  } while (0)
+#define ACLVMM_LOG_DEBUG(module, ...) ACLVMM_LOG(::aclvmm::log::kDebug, module, __VA_ARGS__)
+#define ACLVMM_LOG_INFO(module, ...) ACLVMM_LOG(::aclvmm::log::kInfo, module, __VA_ARGS__)
+#define ACLVMM_LOG_WARN(module, ...) ACLVMM_LOG(::aclvmm::log::kWarning, module, __VA_ARGS__)
+#define ACLVMM_LOG_ERROR(module, ...) ACLVMM_LOG(::aclvmm::log::kError, module, __VA_ARGS__)

@@ -1,0 +1,89 @@
+#include "core/memory_ops.h"
+
+#include <algorithm>
+#include <memory>
+
+#include "core/runtime.h"
+
+namespace aclvmm::memops {
+namespace {
+
+constexpr size_t kBounce = 4 << 20;
+
+Status io_error(int rc, const char* what, uint64_t addr) {
+  char buf[32];
+  snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(addr));
+  return Error(ACL_ERROR_RT_DRV_INTERNAL_ERROR,
+               std::string(what) + " at " + buf + " failed: " +
+                   (rc == -EFAULT ? "the address is not accessible" : "errno " + std::to_string(-rc)));
+}
+
+// Moves len bytes between a translated range (at byte `off` of it) and the host buffer `buf`.
+Status transfer(const Translation& t, uint64_t va, uint64_t off, void* buf, uint64_t len,
+                bool to_range) {
+  drv::Backend& be = Runtime::get().backend();
+  if (t.cpu) {
+    void* range = reinterpret_cast<void*>(va + off);
+    int rc = to_range ? be.host_copy(range, buf, len) : be.host_copy(buf, range, len);
+    return rc == 0 ? Status::Ok() : io_error(rc, to_range ? "writing" : "reading", va + off);
+  }
+  uint64_t pos = 0;  // start of the current segment within the range
+  auto* bytes = static_cast<uint8_t*>(buf);
+  for (const Segment& s : t.segments) {
+    if (len == 0) break;
+    if (off >= pos + s.length) {
+      pos += s.length;
+      continue;
+    }
+    uint64_t in = off - pos;
+    uint64_t n = std::min(len, s.length - in);
+    int rc = to_range ? s.memory->write(s.offset + in, bytes, n)
+                      : s.memory->read(s.offset + in, bytes, n);
+    if (rc != 0) return io_error(rc, to_range ? "writing device memory" : "reading device memory", va + off);
+    bytes += n;
+    off += n;
+    len -= n;
+    pos += s.length;
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status copy(void* dst, const void* src, size_t n, const Accessor& who) {
+  AddressSpace& space = Runtime::get().space();
+  const uint64_t d = reinterpret_cast<uint64_t>(dst), s = reinterpret_cast<uint64_t>(src);
+  Translation td, ts;
+  ACLVMM_RETURN_IF_ERROR(space.translate(d, n, true, who, &td));
+  ACLVMM_RETURN_IF_ERROR(space.translate(s, n, false, who, &ts));
+  if (ts.cpu) return transfer(td, d, 0, const_cast<void*>(src), n, true);
+  if (td.cpu) return transfer(ts, s, 0, dst, n, false);
+  thread_local std::unique_ptr<uint8_t[]> bounce;
+  if (!bounce) bounce.reset(new uint8_t[kBounce]);
+  for (uint64_t off = 0; off < n; off += kBounce) {
+    uint64_t len = std::min<uint64_t>(kBounce, n - off);
+    ACLVMM_RETURN_IF_ERROR(transfer(ts, s, off, bounce.get(), len, false));
+    ACLVMM_RETURN_IF_ERROR(transfer(td, d, off, bounce.get(), len, true));
+  }
+  return Status::Ok();
+}
+
+Status fill(void* dst, uint8_t value, size_t n, const Accessor& who) {
+  Runtime& rt = Runtime::get();
+  const uint64_t d = reinterpret_cast<uint64_t>(dst);
+  Translation t;
+  ACLVMM_RETURN_IF_ERROR(rt.space().translate(d, n, true, who, &t));
+  if (t.cpu) {
+    int rc = rt.backend().host_fill(dst, value, n);
+    return rc == 0 ? Status::Ok() : io_error(rc, "filling", d);
+  }
+  uint64_t done = 0;
+  for (const Segment& s : t.segments) {
+    int rc = s.memory->fill(s.offset, value, s.length);
+    if (rc != 0) return io_error(rc, "filling device memory", d + done);
+    done += s.length;
+  }
+  return Status::Ok();
+}
+
+}  // namespace aclvmm::memops

@@ -1,0 +1,17 @@
+// Data movement executed by a device: memcpy and memset through the emulated device MMU.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "core/address_space.h"
+#include "core/status.h"
+
+namespace aclvmm::memops {
+
+// Copies n bytes; each side is translated (device memory through the mapping tables with the
+// executing device's rights, everything else as process memory). Bad addresses give 507899.
+Status copy(void* dst, const void* src, size_t n, const Accessor& who);
+Status fill(void* dst, uint8_t value, size_t n, const Accessor& who);
+
+}  // namespace aclvmm::memops

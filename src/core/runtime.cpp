@@ -1,0 +1,322 @@
+#include "core/runtime.h"
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include "core/faults.h"
+#include "core/json_check.h"
+#include "core/log.h"
+#include "core/stats.h"
+
+namespace aclvmm {
+namespace {
+
+thread_local uint64_t t_current_context = 0;
+
+void at_exit() {
+  Runtime& rt = Runtime::get();
+  write_stats_file_at_exit();
+  rt.teardown("process exit without aclFinalize");
+}
+
+}  // namespace
+
+Runtime& Runtime::get() {
+  static Runtime* rt = new Runtime();  // never destroyed: calls may come from late destructors
+  return *rt;
+}
+
+Status Runtime::start() {
+  if (started_.load(std::memory_order_acquire)) return Status::Ok();
+  std::lock_guard<std::recursive_mutex> lock(mu_);
+  return start_locked();
+}
+
+Status Runtime::start_locked() {
+  if (started_.load()) return Status::Ok();
+  log::reconfigure();
+  auto cfg = load_config();
+  if (!cfg.ok()) return cfg.status();
+  if (!backend_) {
+    backend_ = drv::create_backend(cfg->driver);
+    if (!backend_) return Error(kAclInvalidParam, "no driver backend called " + cfg->driver);
+    ACLVMM_RETURN_IF_ERROR(space_.claim_windows(backend_.get()));
+    std::atexit(at_exit);
+  }
+  config_ = std::move(*cfg);
+  space_.set_host_access_open(config_.host_access_open);
+  devices_.assign(config_.device_count, Device{});
+  for (Device& d : devices_) d.pool = std::make_shared<MemoryPool>(config_.device_memory);
+  faults_reset(config_.faults);
+  started_.store(true, std::memory_order_release);
+  ACLVMM_LOG_INFO("RUNTIME", "started: soc {} ({}), {} device(s) of {} bytes, driver {}",
+                  config_.product.soc, config_.product.family_name(), config_.device_count,
+                  config_.device_memory, backend_->name());
+  return Status::Ok();
+}
+
+Status Runtime::init(const char* config_path) {
+  std::lock_guard<std::recursive_mutex> lock(mu_);
+  std::string content;
+  if (config_path) {
+    std::ifstream in(config_path);
+    if (!in) return Error(kAclInvalidFile, std::string("cannot read the config file ") + config_path);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    content = ss.str();
+  }
+  if (init_refs_ > 0) {
+    if (content != init_config_) {
+      return Error(kAclInvalidParam,
+                   "aclInit was already called with another configuration; call aclFinalize first");
+    }
+    ++init_refs_;
+    return Error(kAclRepeatInitialize, "aclInit was already called; the call is counted");
+  }
+  if (!content.empty()) {
+    std::string why;
+    if (!json_config_valid(content, &why)) {
+      return Error(kAclParseFile, std::string("the config file ") + config_path +
+                                                    " is not valid JSON: " + why);
+    }
+  }
+  ACLVMM_RETURN_IF_ERROR(start_locked());
+  init_config_ = content;
+  init_refs_ = 1;
+  return Status::Ok();
+}
+
+Status Runtime::finalize() {
+  std::lock_guard<std::recursive_mutex> lock(mu_);
+  if (init_refs_ == 0) {
+    return Error(kAclRepeatFinalize, "aclFinalize without a matching aclInit");
+  }
+  if (--init_refs_ > 0) return Status::Ok();
+  teardown("aclFinalize");
+  return Status::Ok();
+}
+
+void Runtime::teardown(const char* why) {
+  std::lock_guard<std::recursive_mutex> lock(mu_);
+  if (!started_.load()) return;
+  for (auto& [token, stream] : streams_.snapshot()) {
+    stream->abort();
+    streams_.remove(token);
+  }
+  for (auto& [token, ctx] : contexts_.snapshot()) contexts_.remove(token);
+  for (auto& region : space_.clear()) {
+    const bool vmm = region->kind == RegionKind::kReservation ||
+                     region->kind == RegionKind::kNoUcReservation;
+    ACLVMM_LOG_WARN("RUNTIME", "{}: releasing {} of {} bytes at 0x{:x} created by {}{}", why,
+                    vmm ? "reservation" : "allocation", region->size, region->base,
+                    region->created_by,
+                    vmm && !region->mappings.empty()
+                        ? fmt::format(" with {} mapping(s)", region->mappings.size())
+                        : std::string());
+  }
+  for (auto& [token, phys] : physical_.snapshot()) {
+    ACLVMM_LOG_WARN("RUNTIME", "{}: releasing physical handle of {} bytes created by {}", why,
+                    phys->size, phys->created_by);
+    physical_.remove(token);
+  }
+  devices_.clear();
+  svm_ready_.store(false);
+  init_refs_ = 0;
+  init_config_.clear();
+  started_.store(false);
+}
+
+StatusOr<int> Runtime::physical_device(int32_t user_id) const {
+  if (!config_.visible_error.empty()) return Error(ACL_ERROR_RT_INVALID_DEVICEID, config_.visible_error);
+  if (user_id < 0 || user_id >= visible_count()) {
+    return Error(ACL_ERROR_RT_INVALID_DEVICEID,
+                 "device id " + std::to_string(user_id) + " is out of range [0, " +
+                     std::to_string(visible_count()) + ")");
+  }
+  return config_.visible[user_id];
+}
+
+int Runtime::user_device(int physical_id) const {
+  for (size_t i = 0; i < config_.visible.size(); ++i) {
+    if (config_.visible[i] == physical_id) return static_cast<int>(i);
+  }
+  return physical_id;
+}
+
+std::shared_ptr<MemoryPool> Runtime::pool(int physical_id) const {
+  std::lock_guard<std::recursive_mutex> lock(mu_);
+  if (physical_id < 0 || physical_id >= static_cast<int>(devices_.size())) return nullptr;
+  return devices_[physical_id].pool;
+}
+
+Status Runtime::set_device(int32_t user_id) {
+  std::lock_guard<std::recursive_mutex> lock(mu_);
+  auto phys = physical_device(user_id);
+  if (!phys.ok()) return phys.status();
+  Device& d = devices_[*phys];
+  if (!contexts_.find(d.primary_context)) {
+    auto ctx = create_context(*phys, true);
+    if (!ctx.ok()) return ctx.status();
+    d.primary_context = *ctx;
+  }
+  ++d.open_count;
+  t_current_context = d.primary_context;
+  svm_ready_.store(true);
+  return Status::Ok();
+}
+
+Status Runtime::reset_device(int32_t user_id, bool force) {
+  std::lock_guard<std::recursive_mutex> lock(mu_);
+  auto phys = physical_device(user_id);
+  if (!phys.ok()) return phys.status();
+  Device& d = devices_[*phys];
+  if (d.open_count > 0) --d.open_count;
+  if (force) d.open_count = 0;
+  if (d.open_count == 0 && d.primary_context != 0) {
+    destroy_context_locked(d.primary_context);
+    d.primary_context = 0;
+    d.peer_mask = 0;
+  }
+  return Status::Ok();
+}
+
+StatusOr<uint64_t> Runtime::current_context() const {
+  if (t_current_context != 0 && contexts_.find(t_current_context)) return t_current_context;
+  return Error(ACL_ERROR_RT_CONTEXT_NULL,
+               "the calling thread has no current context; call aclrtSetDevice or "
+               "aclrtSetCurrentContext first");
+}
+
+StatusOr<int> Runtime::current_device() const {
+  auto ctx = contexts_.find(t_current_context);
+  if (t_current_context == 0 || !ctx) {
+    return Error(ACL_ERROR_RT_CONTEXT_NULL,
+                 "the calling thread has no current device; call aclrtSetDevice first");
+  }
+  return ctx->device;
+}
+
+Accessor Runtime::accessor() const {
+  Accessor a;
+  auto ctx = t_current_context ? contexts_.find(t_current_context) : nullptr;
+  if (!ctx) return a;
+  a.device = ctx->device;
+  std::lock_guard<std::recursive_mutex> lock(mu_);
+  if (a.device < static_cast<int>(devices_.size())) a.peer_mask = devices_[a.device].peer_mask;
+  return a;
+}
+
+StatusOr<uint64_t> Runtime::create_context(int physical_device, bool primary) {
+  std::lock_guard<std::recursive_mutex> lock(mu_);
+  auto ctx = std::make_shared<Context>();
+  ctx->device = physical_device;
+  ctx->primary = primary;
+  uint64_t token = contexts_.insert(ctx);
+  svm_ready_.store(true);
+  if (!primary) t_current_context = token;
+  return token;
+}
+
+void Runtime::destroy_context_locked(uint64_t token) {
+  for (auto& [stoken, stream] : streams_.snapshot()) {
+    if (stream->context() == token) {
+      stream->abort();
+      streams_.remove(stoken);
+    }
+  }
+  contexts_.remove(token);
+  if (t_current_context == token) t_current_context = 0;
+}
+
+Status Runtime::destroy_context(uint64_t token) {
+  std::lock_guard<std::recursive_mutex> lock(mu_);
+  auto ctx = contexts_.find(token);
+  if (!ctx) return Error(ACL_ERROR_RT_PARAM_INVALID, "the context is not a live context");
+  if (ctx->primary) {
+    return Error(ACL_ERROR_RT_PARAM_INVALID,
+                 "the default context of a device is released by aclrtResetDevice, not "
+                 "aclrtDestroyContext");
+  }
+  destroy_context_locked(token);
+  return Status::Ok();
+}
+
+Status Runtime::set_current_context(uint64_t token) {
+  if (!contexts_.find(token)) return Error(ACL_ERROR_RT_PARAM_INVALID, "the context is not a live context");
+  t_current_context = token;
+  return Status::Ok();
+}
+
+StatusOr<uint64_t> Runtime::create_stream() {
+  auto ctx_token = current_context();
+  if (!ctx_token.ok()) return ctx_token.status();
+  auto ctx = contexts_.find(*ctx_token);
+  if (!ctx) return Error(ACL_ERROR_RT_CONTEXT_NULL, "the current context was destroyed");
+  return streams_.insert(std::make_shared<Stream>(ctx->device, *ctx_token));
+}
+
+Status Runtime::destroy_stream(uint64_t token, bool force) {
+  auto stream = streams_.find(token);
+  if (!stream) return Error(ACL_ERROR_RT_PARAM_INVALID, "the stream is not a live stream");
+  {
+    std::lock_guard<std::recursive_mutex> lock(mu_);
+    auto ctx = contexts_.find(stream->context());
+    if (ctx && ctx->default_stream == token) {
+      return Error(ACL_ERROR_RT_PARAM_INVALID, "the default stream cannot be destroyed");
+    }
+  }
+  if (!force) (void)stream->synchronize();
+  stream->abort();
+  streams_.remove(token);
+  return Status::Ok();
+}
+
+StatusOr<std::shared_ptr<Stream>> Runtime::resolve_stream(uint64_t token) {
+  if (token != 0) {
+    auto stream = streams_.find(token);
+    if (!stream) return Error(ACL_ERROR_RT_PARAM_INVALID, "the stream is not a live stream");
+    return stream;
+  }
+  auto ctx_token = current_context();
+  if (!ctx_token.ok()) return ctx_token.status();
+  std::lock_guard<std::recursive_mutex> lock(mu_);
+  auto ctx = contexts_.find(*ctx_token);
+  if (!ctx) return Error(ACL_ERROR_RT_CONTEXT_NULL, "the current context was destroyed");
+  auto stream = streams_.find(ctx->default_stream);
+  if (!stream) {
+    stream = std::make_shared<Stream>(ctx->device, *ctx_token);
+    ctx->default_stream = streams_.insert(stream);
+  }
+  return stream;
+}
+
+Status Runtime::synchronize_device() {
+  auto dev = current_device();
+  if (!dev.ok()) return dev.status();
+  Status first;
+  for (auto& [token, stream] : streams_.snapshot()) {
+    if (stream->device() != *dev) continue;
+    Status st = stream->synchronize();
+    if (!st.ok() && first.ok()) first = st;
+  }
+  return first;
+}
+
+Status Runtime::enable_peer(int peer_physical, bool enable) {
+  auto dev = current_device();
+  if (!dev.ok()) return dev.status();
+  std::lock_guard<std::recursive_mutex> lock(mu_);
+  Device& d = devices_[*dev];
+  uint64_t bit = 1ull << peer_physical;
+  d.peer_mask = enable ? (d.peer_mask | bit) : (d.peer_mask & ~bit);
+  return Status::Ok();
+}
+
+bool Runtime::peer_enabled(int from, int to) const {
+  std::lock_guard<std::recursive_mutex> lock(mu_);
+  if (from < 0 || from >= static_cast<int>(devices_.size())) return false;
+  return (devices_[from].peer_mask >> to) & 1;
+}
+
+}  // namespace aclvmm

@@ -1,0 +1,111 @@
+// Runtime: the process-wide state behind the ACL calls and its lifetime (aclInit .. aclFinalize).
+//
+// The object lives for the whole process (never destroyed, so no static-destruction order issue
+// can bite a late call). It starts lazily on the first call that needs it (CANN runtime calls
+// work without aclInit) and is torn down by the last aclFinalize or at process exit, releasing
+// and reporting whatever the application still held.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "core/address_space.h"
+#include "core/config.h"
+#include "core/handle_table.h"
+#include "core/physical.h"
+#include "core/status.h"
+#include "core/stream.h"
+#include "drivers/driver.h"
+
+namespace aclvmm {
+
+struct Context {
+  int device = 0;          // physical device id
+  bool primary = false;
+  uint64_t default_stream = 0;
+};
+
+struct Device {
+  std::shared_ptr<MemoryPool> pool;
+  int open_count = 0;         // aclrtSetDevice references
+  uint64_t primary_context = 0;
+  uint64_t peer_mask = 0;     // devices this one reaches by peer access
+};
+
+struct Counters {
+  std::atomic<uint64_t> imports_denied{0};
+};
+
+class Runtime {
+ public:
+  static Runtime& get();
+
+  // Reads the configuration and claims the address windows once; cheap when already started.
+  Status start();
+  Status init(const char* config_path);
+  Status finalize();
+  // Releases everything still held, reporting each leak (finalize and process exit).
+  void teardown(const char* why);
+
+  const Config& config() const { return config_; }
+  drv::Backend& backend() { return *backend_; }
+  AddressSpace& space() { return space_; }
+  HandleTable<PhysicalAllocation>& physical() { return physical_; }
+  HandleTable<Context>& contexts() { return contexts_; }
+  HandleTable<Stream>& streams() { return streams_; }
+  Counters& counters() { return counters_; }
+  bool quirks() const { return config_.quirks_vendor; }
+
+  // Devices. User ids are what the application sees (after ASCEND_RT_VISIBLE_DEVICES); physical
+  // ids index the emulated devices.
+  int visible_count() const { return static_cast<int>(config_.visible.size()); }
+  StatusOr<int> physical_device(int32_t user_id) const;
+  int user_device(int physical_id) const;
+  std::shared_ptr<MemoryPool> pool(int physical_id) const;
+  Status set_device(int32_t user_id);
+  Status reset_device(int32_t user_id, bool force);
+  // The calling thread's current context and its device; 107002 when there is none.
+  StatusOr<uint64_t> current_context() const;
+  StatusOr<int> current_device() const;
+  Accessor accessor() const;
+  // True once any device has been opened (the driver's per-process SVM state exists).
+  bool svm_ready() const { return svm_ready_.load(); }
+
+  // Contexts and streams.
+  StatusOr<uint64_t> create_context(int physical_device, bool primary);
+  Status destroy_context(uint64_t token);
+  Status set_current_context(uint64_t token);
+  StatusOr<uint64_t> create_stream();
+  Status destroy_stream(uint64_t token, bool force);
+  // The stream a call names: NULL means the current context's default stream.
+  StatusOr<std::shared_ptr<Stream>> resolve_stream(uint64_t token);
+  Status synchronize_device();
+
+  Status enable_peer(int peer_physical, bool enable);
+  bool peer_enabled(int from, int to) const;
+
+ private:
+  Runtime() = default;
+  Status start_locked();
+  void destroy_context_locked(uint64_t token);
+
+  mutable std::recursive_mutex mu_;  // lifetime, devices, contexts (not on data paths)
+  std::atomic<bool> started_{false};
+  std::atomic<bool> svm_ready_{false};
+  int init_refs_ = 0;
+  std::string init_config_;
+  Config config_;
+  std::unique_ptr<drv::Backend> backend_;
+  std::vector<Device> devices_;
+  AddressSpace space_;
+  HandleTable<PhysicalAllocation> physical_{0x7a11};
+  HandleTable<Context> contexts_{0xc0c1};
+  HandleTable<Stream> streams_{0x57e4};
+  Counters counters_;
+};
+
+}  // namespace aclvmm

@@ -1,0 +1,63 @@
+#include "core/stats.h"
+
+#include <cstdio>
+
+#include "core/log.h"
+#include "core/runtime.h"
+
+namespace aclvmm {
+namespace {
+
+std::string quoted(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out + "\"";
+}
+
+}  // namespace
+
+std::string stats_json() {
+  Runtime& rt = Runtime::get();
+  (void)rt.start();
+  const Config& cfg = rt.config();
+  std::string devices;
+  for (int i = 0; i < cfg.device_count; ++i) {
+    auto pool = rt.pool(i);
+    if (!pool) continue;
+    devices += fmt::format("{}{{\"id\": {}, \"memory_total\": {}, \"memory_used\": {}}}",
+                           devices.empty() ? "" : ", ", i, pool->total(), pool->used());
+  }
+  AddressSpace& space = rt.space();
+  return fmt::format(
+      "{{\"soc\": {}, \"family\": {}, \"driver\": {}, \"devices\": [{}], "
+      "\"live\": {{\"physical_handles\": {}, \"reservations\": {}, \"mappings\": {}, "
+      "\"exports\": 0, \"imports\": 0, \"managed_allocations\": 0, \"device_allocations\": {}, "
+      "\"host_allocations\": {}}}, "
+      "\"managed\": {{\"fault_tracking\": false, \"host_faults\": 0, \"device_faults\": 0, "
+      "\"bytes_to_device\": 0, \"bytes_to_host\": 0, \"evictions\": 0, \"prefetch_bytes\": 0}}, "
+      "\"ipc\": {{\"imports_denied\": {}}}}}",
+      quoted(cfg.product.soc), quoted(cfg.product.family_name()), quoted(cfg.driver), devices,
+      rt.physical().size(),
+      space.region_count(RegionKind::kReservation) + space.region_count(RegionKind::kNoUcReservation),
+      space.mapping_count(), space.region_count(RegionKind::kDeviceMalloc),
+      space.region_count(RegionKind::kHostPinned), rt.counters().imports_denied.load());
+}
+
+void write_stats_file_at_exit() {
+  const std::string& path = Runtime::get().config().stats_file;
+  if (path.empty()) return;
+  std::string json = stats_json();
+  FILE* f = fopen(path.c_str(), "w");
+  if (!f) {
+    ACLVMM_LOG_ERROR("RUNTIME", "cannot write the statistics file {}", path);
+    return;
+  }
+  fputs(json.c_str(), f);
+  fputc('\n', f);
+  fclose(f);
+}
+
+}  // namespace aclvmm

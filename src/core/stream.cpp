@@ -1,0 +1,54 @@
+#include "core/stream.h"
+
+namespace aclvmm {
+
+Stream::~Stream() { abort(); }
+
+void Stream::enqueue(Task task) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (stop_) return;
+  queue_.push_back(std::move(task));
+  if (!worker_.joinable()) worker_ = std::thread([this] { run(); });
+  cv_.notify_one();
+}
+
+Status Stream::synchronize() {
+  std::unique_lock<std::mutex> lock(mu_);
+  idle_cv_.wait(lock, [this] { return queue_.empty() && !running_; });
+  Status st = std::move(first_error_);
+  first_error_ = Status();
+  return st;
+}
+
+void Stream::abort() {
+  std::thread worker;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+    queue_.clear();
+    worker = std::move(worker_);
+    cv_.notify_all();
+  }
+  if (worker.joinable()) worker.join();
+  std::lock_guard<std::mutex> lock(mu_);
+  idle_cv_.notify_all();
+}
+
+void Stream::run() {
+  std::unique_lock<std::mutex> lock(mu_);
+  for (;;) {
+    cv_.wait(lock, [this] { return stop_ || !queue_.empty(); });
+    if (queue_.empty()) return;  // stopped and drained
+    Task task = std::move(queue_.front());
+    queue_.pop_front();
+    running_ = true;
+    lock.unlock();
+    Status st = task();
+    lock.lock();
+    running_ = false;
+    if (!st.ok() && first_error_.ok()) first_error_ = std::move(st);
+    if (queue_.empty()) idle_cv_.notify_all();
+  }
+}
+
+}  // namespace aclvmm

@@ -1,0 +1,103 @@
+// Reservations, mappings and access rights.
+#include <mutex>
+
+#include "core/runtime.h"
+#include "core/vmm.h"
+
+namespace aclvmm::vmm {
+namespace {
+
+Status no_device_opened() {
+  return Error(ACL_ERROR_RT_INVALID_HANDLE,
+               "no device has been opened in this process; call aclrtSetDevice first");
+}
+
+}  // namespace
+
+StatusOr<uint64_t> reserve(uint64_t size, uint64_t alignment, uint64_t expect, bool no_uc) {
+  Runtime& rt = Runtime::get();
+  const Product& product = rt.config().product;
+  if (no_uc && !product.supports(Feature::kNoUcReserve)) {
+    return Error(ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
+                 "aclrtReserveMemAddressNoUCMemory is not supported on " + product.soc);
+  }
+  if (!rt.svm_ready()) return no_device_opened();
+  if (alignment != 0) {
+    return Error(ACL_ERROR_RT_PARAM_INVALID, "alignment is reserved and must be 0");
+  }
+  if (no_uc && expect == 0) {
+    return Error(ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
+                 "no-UC reservations are only made at a fixed address: pass expectPtr");
+  }
+  if (!no_uc && expect != 0 && !product.supports(Feature::kExpectPtr)) {
+    return Error(ACL_ERROR_RT_FEATURE_NOT_SUPPORT, "expectPtr must be NULL on " + product.soc);
+  }
+  return rt.space().reserve(size, expect, no_uc,
+                            no_uc ? "aclrtReserveMemAddressNoUCMemory" : "aclrtReserveMemAddress");
+}
+
+Status release(uint64_t va) {
+  Runtime& rt = Runtime::get();
+  if (!rt.svm_ready()) return no_device_opened();
+  return rt.space().release(va);
+}
+
+Status map(uint64_t va, uint64_t size, uint64_t offset, uint64_t handle, bool no_access) {
+  Runtime& rt = Runtime::get();
+  if (offset != 0) return Error(ACL_ERROR_RT_PARAM_INVALID, "offset is reserved and must be 0");
+  auto& table = rt.physical();
+  std::shared_ptr<PhysicalAllocation> phys;
+  {
+    std::lock_guard<std::mutex> lock(table.mutex());
+    phys = table.find_locked(handle);
+    if (!phys) {
+      return Error(ACL_ERROR_RT_PARAM_INVALID,
+                   "the handle is not a live physical memory handle (freed, forged or foreign)");
+    }
+    ++phys->ref;
+    ++phys->map_ref;
+  }
+  Status st = rt.space().map(va, size, handle, phys, no_access);
+  if (!st.ok()) {
+    std::lock_guard<std::mutex> lock(table.mutex());
+    --phys->ref;
+    --phys->map_ref;
+  }
+  return st;
+}
+
+Status unmap(uint64_t va) {
+  Runtime& rt = Runtime::get();
+  auto m = rt.space().unmap(va);
+  if (!m.ok()) return m.status();
+  auto& table = rt.physical();
+  std::shared_ptr<PhysicalAllocation> doomed;
+  std::lock_guard<std::mutex> lock(table.mutex());
+  auto phys = table.find_locked(m->handle);
+  if (phys) {
+    --phys->map_ref;
+    if (--phys->ref == 0) doomed = table.remove_locked(m->handle);
+  }
+  return Status::Ok();
+}
+
+Status set_access(uint64_t va, uint64_t size, const std::vector<AccessChange>& changes) {
+  Runtime& rt = Runtime::get();
+  return rt.space().set_access(va, size, changes, rt.quirks());
+}
+
+StatusOr<int> get_access(uint64_t va, bool host, int device) {
+  return Runtime::get().space().get_access(va, host, device);
+}
+
+StatusOr<AddressRange> address_range(uint64_t ptr) {
+  return Runtime::get().space().address_range(ptr);
+}
+
+StatusOr<PointerInfo> pointer_info(uint64_t ptr) {
+  Runtime& rt = Runtime::get();
+  if (!rt.svm_ready()) return no_device_opened();
+  return rt.space().pointer_info(ptr, rt.backend().host_page_size());
+}
+
+}  // namespace aclvmm::vmm

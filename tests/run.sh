@@ -1,0 +1,146 @@
+#!/usr/bin/env bash
+# Builds aclvmm and runs the whole test suite, then the sanitizer builds.
+#
+# Stages:
+#   build        configure + build <repo>/build (RelWithDebInfo)
+#   test         ctest over <repo>/build
+#   asan-build   configure + build <repo>/build-asan (address,undefined; no benches/examples)
+#   asan         ctest -L 'unit|api|abi' over build-asan
+#   tsan-build   configure + build <repo>/build-tsan (thread; no benches/examples)
+#   tsan         ctest -R 'Concurrency|Thread' over build-tsan
+#
+# ACLVMM_SKIP_SANITIZERS=1 skips the sanitizer stages; ACLVMM_JOBS overrides -j.
+# A failing stage does not stop the others (a test stage is skipped only when its own tree
+# failed to build). Exit status is 1 if any stage failed. The last line is "N passed, M failed",
+# totalled over the ctest summaries of all stages; a build or ctest failure that produced no
+# ctest summary counts as one failed test so the totals never read as a clean run.
+set -euo pipefail
+
+REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+JOBS="${ACLVMM_JOBS:-$(nproc 2>/dev/null || echo 2)}"
+
+bash "$REPO/scripts/setup.sh"
+
+TOTAL_PASSED=0
+TOTAL_FAILED=0
+ANY_FAILED=0
+STAGE_NAMES=()
+STAGE_RESULTS=()
+
+banner() { echo; echo "=== $* ==="; }
+
+record() { # record <stage> <PASS|FAIL|SKIP> [detail]
+    local detail="${3:-}"
+    STAGE_NAMES+=("$1")
+    STAGE_RESULTS+=("$2${detail:+ ($detail)}")
+    if [ "$2" = FAIL ]; then ANY_FAILED=1; fi
+    echo "=== stage $1: $2${detail:+ ($detail)}"
+}
+
+# configure_and_build <stage> <build-dir> [cmake args...]
+configure_and_build() {
+    local stage="$1" dir="$2"; shift 2
+    banner "$stage: configure $dir"
+    if ! cmake -S "$REPO" -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" </dev/null; then
+        TOTAL_FAILED=$((TOTAL_FAILED + 1))
+        record "$stage" FAIL "cmake configure failed"
+        return 1
+    fi
+    banner "$stage: build $dir (-j$JOBS)"
+    if ! cmake --build "$dir" -j"$JOBS" </dev/null; then
+        TOTAL_FAILED=$((TOTAL_FAILED + 1))
+        record "$stage" FAIL "build failed"
+        return 1
+    fi
+    record "$stage" PASS
+}
+
+# run_ctest <stage> <build-dir> <prefix-command...> -- [extra ctest args...]
+# The prefix (at least `env`) sets the per-stage environment, e.g. `env ASAN_OPTIONS=...`.
+run_ctest() {
+    local stage="$1" dir="$2"; shift 2
+    local prefix=()
+    while [ "$#" -gt 0 ] && [ "$1" != -- ]; do prefix+=("$1"); shift; done
+    [ "$#" -gt 0 ] && shift
+    local log="$dir/ctest-$stage.log" rc line failed total passed
+
+    banner "$stage: ctest --test-dir $dir $*"
+    set +e
+    "${prefix[@]}" ctest --test-dir "$dir" --output-on-failure -j"$JOBS" --timeout 600 "$@" \
+        </dev/null 2>&1 | tee "$log"
+    rc=${PIPESTATUS[0]}
+    set -e
+
+    # e.g. "100% tests passed, 0 tests failed out of 42" / "97% tests passed, 1 tests failed out of 42"
+    line=$(grep -E '[0-9]+% tests passed, [0-9]+ tests? failed out of [0-9]+' "$log" | tail -n 1 || true)
+    if [ -n "$line" ]; then
+        failed=$(sed -E 's/.* ([0-9]+) tests? failed out of ([0-9]+).*/\1/' <<<"$line")
+        total=$(sed -E 's/.* ([0-9]+) tests? failed out of ([0-9]+).*/\2/' <<<"$line")
+        passed=$((total - failed))
+        TOTAL_PASSED=$((TOTAL_PASSED + passed))
+        TOTAL_FAILED=$((TOTAL_FAILED + failed))
+        if [ "$rc" -eq 0 ] && [ "$failed" -eq 0 ]; then
+            record "$stage" PASS "$passed passed, $failed failed"
+        else
+            record "$stage" FAIL "$passed passed, $failed failed, ctest exit $rc"
+        fi
+    elif grep -q 'No tests were found' "$log"; then
+        if [ "$rc" -eq 0 ]; then
+            record "$stage" PASS "no tests matched"
+        else
+            TOTAL_FAILED=$((TOTAL_FAILED + 1))
+            record "$stage" FAIL "no tests matched, ctest exit $rc"
+        fi
+    else
+        TOTAL_FAILED=$((TOTAL_FAILED + 1))
+        record "$stage" FAIL "no ctest summary, ctest exit $rc"
+    fi
+}
+
+# ---- default tree -------------------------------------------------------------------------
+BUILD="$REPO/build"
+if configure_and_build build "$BUILD" -DACLVMM_BUILD_TESTS=ON; then
+    run_ctest test "$BUILD" env --
+else
+    record test SKIP "build failed"
+fi
+
+# ---- sanitizer trees ----------------------------------------------------------------------
+if [ "${ACLVMM_SKIP_SANITIZERS:-0}" = 1 ]; then
+    record asan SKIP "ACLVMM_SKIP_SANITIZERS=1"
+    record tsan SKIP "ACLVMM_SKIP_SANITIZERS=1"
+else
+    ASAN_BUILD="$REPO/build-asan"
+    if configure_and_build asan-build "$ASAN_BUILD" -DACLVMM_BUILD_TESTS=ON \
+            -DACLVMM_SANITIZE=address,undefined -DACLVMM_BUILD_BENCH=OFF -DACLVMM_BUILD_EXAMPLES=OFF; then
+        # Leak detection is off: the runtime is a process-lifetime singleton.
+        run_ctest asan "$ASAN_BUILD" \
+            env ASAN_OPTIONS=detect_leaks=0:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+            -- -L 'unit|api|abi'
+    else
+        record asan SKIP "build failed"
+    fi
+
+    TSAN_BUILD="$REPO/build-tsan"
+    if configure_and_build tsan-build "$TSAN_BUILD" -DACLVMM_BUILD_TESTS=ON \
+            -DACLVMM_SANITIZE=thread -DACLVMM_BUILD_BENCH=OFF -DACLVMM_BUILD_EXAMPLES=OFF; then
+        # GCC 12's TSan aborts ("unexpected memory mapping") under the large mmap randomisation
+        # of recent kernels; run without ASLR when the sandbox allows changing the personality.
+        TSAN_PREFIX=(env TSAN_OPTIONS=halt_on_error=1)
+        if setarch "$(uname -m)" -R true >/dev/null 2>&1; then
+            TSAN_PREFIX+=(setarch "$(uname -m)" -R)
+        fi
+        run_ctest tsan "$TSAN_BUILD" "${TSAN_PREFIX[@]}" -- -R 'Concurrency|Thread'
+    else
+        record tsan SKIP "build failed"
+    fi
+fi
+
+# ---- summary ------------------------------------------------------------------------------
+echo
+echo "=== summary ==="
+for i in "${!STAGE_NAMES[@]}"; do
+    printf '%-12s %s\n' "${STAGE_NAMES[$i]}" "${STAGE_RESULTS[$i]}"
+done
+echo "$TOTAL_PASSED passed, $TOTAL_FAILED failed"
+exit "$ANY_FAILED"
