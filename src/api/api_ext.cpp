@@ -41,11 +41,7 @@ aclError aclvmmLaunchKernel(aclrtStream stream, aclvmmKernelFunc func, void* arg
   Runtime& rt = Runtime::get();
   auto s = rt.resolve_stream(api::token(stream));
   if (!s.ok()) return api::finish(api, s.status());
-  Accessor who;
-  who.device = (*s)->device();
-  for (int peer = 0; peer < rt.config().device_count; ++peer) {
-    if (rt.peer_enabled(who.device, peer)) who.peer_mask |= 1ull << peer;
-  }
+  Accessor who = rt.accessor_for((*s)->device());
   const int user = rt.user_device(who.device);
   (*s)->enqueue([who, user, func, args] {
     aclvmmKernelContext ctx{who, user, Status()};

@@ -32,17 +32,6 @@ aclError check_set(const char* api, void* devPtr, size_t maxCount, size_t count)
   return ACL_SUCCESS;
 }
 
-// The device a stream's work runs on, with the peers it reaches.
-Accessor stream_accessor(const Stream& s) {
-  Runtime& rt = Runtime::get();
-  Accessor a;
-  a.device = s.device();
-  for (int peer = 0; peer < rt.config().device_count; ++peer) {
-    if (rt.peer_enabled(a.device, peer)) a.peer_mask |= 1ull << peer;
-  }
-  return a;
-}
-
 Status labelled(const char* api, Status st) {
   return st.ok() ? st : Error(st.code(), std::string(api) + " (async): " + st.message());
 }
@@ -67,7 +56,7 @@ aclError aclrtMemcpyAsync(void* dst, size_t destMax, const void* src, size_t cou
   if (aclError e = check_copy(api, dst, destMax, src, count, kind)) return e;
   auto s = Runtime::get().resolve_stream(api::token(stream));
   if (!s.ok()) return api::finish(api, s.status());
-  Accessor who = stream_accessor(**s);
+  Accessor who = Runtime::get().accessor_for((*s)->device());
   (*s)->enqueue([=] { return labelled(api, memops::copy(dst, src, count, who)); });
   return ACL_SUCCESS;
 }
@@ -89,7 +78,7 @@ aclError aclrtMemsetAsync(void* devPtr, size_t maxCount, int32_t value, size_t c
   if (aclError e = check_set(api, devPtr, maxCount, count)) return e;
   auto s = Runtime::get().resolve_stream(api::token(stream));
   if (!s.ok()) return api::finish(api, s.status());
-  Accessor who = stream_accessor(**s);
+  Accessor who = Runtime::get().accessor_for((*s)->device());
   (*s)->enqueue([=] {
     return labelled(api, memops::fill(devPtr, static_cast<uint8_t>(value), count, who));
   });

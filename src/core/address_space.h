@@ -103,7 +103,8 @@ struct AddressRange {
 
 class AddressSpace {
  public:
-  // Claims the windows (once per process; later calls are no-ops).
+  // Claims the windows (once per object; later calls are no-ops). The process keeps one
+  // AddressSpace for its lifetime, so the windows are never given back.
   Status claim_windows(drv::Backend* backend);
   // ACLVMM_HOST_ACCESS=open: every device mapping is also mapped for the CPU.
   void set_host_access_open(bool open) { cpu_open_ = open; }

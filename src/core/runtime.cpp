@@ -12,7 +12,13 @@
 namespace aclvmm {
 namespace {
 
-thread_local uint64_t t_current_context = 0;
+// The calling thread's current context (the vendor keeps it per thread too).
+thread_local std::shared_ptr<Context> t_context;
+
+Context* live_context() {
+  Context* c = t_context.get();
+  return c && c->alive.load(std::memory_order_acquire) ? c : nullptr;
+}
 
 void at_exit() {
   Runtime& rt = Runtime::get();
@@ -104,7 +110,11 @@ void Runtime::teardown(const char* why) {
     stream->abort();
     streams_.remove(token);
   }
-  for (auto& [token, ctx] : contexts_.snapshot()) contexts_.remove(token);
+  for (auto& [token, ctx] : contexts_.snapshot()) {
+    ctx->alive.store(false);
+    contexts_.remove(token);
+  }
+  for (auto& mask : peer_masks_) mask.store(0);
   for (auto& region : space_.clear()) {
     const bool vmm = region->kind == RegionKind::kReservation ||
                      region->kind == RegionKind::kNoUcReservation;
@@ -161,7 +171,7 @@ Status Runtime::set_device(int32_t user_id) {
     d.primary_context = *ctx;
   }
   ++d.open_count;
-  t_current_context = d.primary_context;
+  t_context = contexts_.find(d.primary_context);
   svm_ready_.store(true);
   return Status::Ok();
 }
@@ -176,21 +186,21 @@ Status Runtime::reset_device(int32_t user_id, bool force) {
   if (d.open_count == 0 && d.primary_context != 0) {
     destroy_context_locked(d.primary_context);
     d.primary_context = 0;
-    d.peer_mask = 0;
+    peer_masks_[*phys].store(0);
   }
   return Status::Ok();
 }
 
 StatusOr<uint64_t> Runtime::current_context() const {
-  if (t_current_context != 0 && contexts_.find(t_current_context)) return t_current_context;
+  if (Context* c = live_context()) return c->token;
   return Error(ACL_ERROR_RT_CONTEXT_NULL,
                "the calling thread has no current context; call aclrtSetDevice or "
                "aclrtSetCurrentContext first");
 }
 
 StatusOr<int> Runtime::current_device() const {
-  auto ctx = contexts_.find(t_current_context);
-  if (t_current_context == 0 || !ctx) {
+  Context* ctx = live_context();
+  if (!ctx) {
     return Error(ACL_ERROR_RT_CONTEXT_NULL,
                  "the calling thread has no current device; call aclrtSetDevice first");
   }
@@ -199,11 +209,17 @@ StatusOr<int> Runtime::current_device() const {
 
 Accessor Runtime::accessor() const {
   Accessor a;
-  auto ctx = t_current_context ? contexts_.find(t_current_context) : nullptr;
+  Context* ctx = live_context();
   if (!ctx) return a;
   a.device = ctx->device;
-  std::lock_guard<std::recursive_mutex> lock(mu_);
-  if (a.device < static_cast<int>(devices_.size())) a.peer_mask = devices_[a.device].peer_mask;
+  a.peer_mask = peer_masks_[a.device].load(std::memory_order_relaxed);
+  return a;
+}
+
+Accessor Runtime::accessor_for(int physical_device) const {
+  Accessor a;
+  a.device = physical_device;
+  a.peer_mask = peer_masks_[physical_device].load(std::memory_order_relaxed);
   return a;
 }
 
@@ -213,8 +229,9 @@ StatusOr<uint64_t> Runtime::create_context(int physical_device, bool primary) {
   ctx->device = physical_device;
   ctx->primary = primary;
   uint64_t token = contexts_.insert(ctx);
+  ctx->token = token;
   svm_ready_.store(true);
-  if (!primary) t_current_context = token;
+  if (!primary) t_context = ctx;
   return token;
 }
 
@@ -225,8 +242,8 @@ void Runtime::destroy_context_locked(uint64_t token) {
       streams_.remove(stoken);
     }
   }
-  contexts_.remove(token);
-  if (t_current_context == token) t_current_context = 0;
+  if (auto ctx = contexts_.remove(token)) ctx->alive.store(false, std::memory_order_release);
+  if (t_context && t_context->token == token) t_context.reset();
 }
 
 Status Runtime::destroy_context(uint64_t token) {
@@ -243,8 +260,9 @@ Status Runtime::destroy_context(uint64_t token) {
 }
 
 Status Runtime::set_current_context(uint64_t token) {
-  if (!contexts_.find(token)) return Error(ACL_ERROR_RT_PARAM_INVALID, "the context is not a live context");
-  t_current_context = token;
+  auto ctx = contexts_.find(token);
+  if (!ctx) return Error(ACL_ERROR_RT_PARAM_INVALID, "the context is not a live context");
+  t_context = std::move(ctx);
   return Status::Ok();
 }
 
@@ -306,17 +324,13 @@ Status Runtime::synchronize_device() {
 Status Runtime::enable_peer(int peer_physical, bool enable) {
   auto dev = current_device();
   if (!dev.ok()) return dev.status();
-  std::lock_guard<std::recursive_mutex> lock(mu_);
-  Device& d = devices_[*dev];
   uint64_t bit = 1ull << peer_physical;
-  d.peer_mask = enable ? (d.peer_mask | bit) : (d.peer_mask & ~bit);
+  if (enable) {
+    peer_masks_[*dev].fetch_or(bit);
+  } else {
+    peer_masks_[*dev].fetch_and(~bit);
+  }
   return Status::Ok();
-}
-
-bool Runtime::peer_enabled(int from, int to) const {
-  std::lock_guard<std::recursive_mutex> lock(mu_);
-  if (from < 0 || from >= static_cast<int>(devices_.size())) return false;
-  return (devices_[from].peer_mask >> to) & 1;
 }
 
 }  // namespace aclvmm

@@ -6,6 +6,7 @@
 // and reporting whatever the application still held.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <memory>
@@ -26,15 +27,20 @@ namespace aclvmm {
 struct Context {
   int device = 0;          // physical device id
   bool primary = false;
+  uint64_t token = 0;
   uint64_t default_stream = 0;
+  // Cleared when the context is destroyed, so a thread's cached current context is checked
+  // without a table lookup on every data-path call.
+  std::atomic<bool> alive{true};
 };
 
 struct Device {
   std::shared_ptr<MemoryPool> pool;
   int open_count = 0;         // aclrtSetDevice references
   uint64_t primary_context = 0;
-  uint64_t peer_mask = 0;     // devices this one reaches by peer access
 };
+
+inline constexpr int kMaxDevices = 64;
 
 struct Counters {
   std::atomic<uint64_t> imports_denied{0};
@@ -72,6 +78,8 @@ class Runtime {
   StatusOr<uint64_t> current_context() const;
   StatusOr<int> current_device() const;
   Accessor accessor() const;
+  // The executing-device view of work queued on a stream of `physical_device`.
+  Accessor accessor_for(int physical_device) const;
   // True once any device has been opened (the driver's per-process SVM state exists).
   bool svm_ready() const { return svm_ready_.load(); }
 
@@ -86,7 +94,6 @@ class Runtime {
   Status synchronize_device();
 
   Status enable_peer(int peer_physical, bool enable);
-  bool peer_enabled(int from, int to) const;
 
  private:
   Runtime() = default;
@@ -101,6 +108,8 @@ class Runtime {
   Config config_;
   std::unique_ptr<drv::Backend> backend_;
   std::vector<Device> devices_;
+  // Peer access per device: read on every copy, so kept lock-free.
+  std::array<std::atomic<uint64_t>, kMaxDevices> peer_masks_{};
   AddressSpace space_;
   HandleTable<PhysicalAllocation> physical_{0x7a11};
   HandleTable<Context> contexts_{0xc0c1};

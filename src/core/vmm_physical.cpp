@@ -46,6 +46,11 @@ StatusOr<uint64_t> malloc_physical(uint64_t size, const PhysicalSpec& spec) {
       return Error(ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
                    "1 GiB pages are not supported on " + rt.config().product.soc);
     }
+    // The driver offers giant pages on the host only for P2P DDR memory.
+    if (spec.side != Side::kDevice && spec.mem_type != kP2PDdr) {
+      return Error(ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
+                   "1 GiB pages of host memory exist only for P2P memory (ACL_MEM_P2P_HUGE1G)");
+    }
     rounded = round_up(size, kGiB);
   } else {
     if (rt.quirks() && size % kChunk != 0) {

@@ -137,7 +137,9 @@ TEST_P(ParseVisible, Table) {
   if (c.error) {
     EXPECT_FALSE(error.empty()) << '"' << c.text << '"';
     EXPECT_NE(error.find("ASCEND_RT_VISIBLE_DEVICES"), std::string::npos) << error;
-    if (c.empty_on_error) EXPECT_TRUE(ids.empty()) << '"' << c.text << '"';
+    if (c.empty_on_error) {
+      EXPECT_TRUE(ids.empty()) << '"' << c.text << '"';
+    }
   } else {
     EXPECT_TRUE(error.empty()) << '"' << c.text << "\": " << error;
     EXPECT_EQ(ids, c.ids) << '"' << c.text << '"';
