@@ -16,17 +16,14 @@ aclError enter(const char* api) {
   return ACL_SUCCESS;
 }
 
-aclError fail(const char* api, int code, const std::string& message) {
+aclError fail(const char* api, int code, const std::string& message, const char* file, int line) {
   record_error(code, std::string(api) + ": " + message);
-  if (log::enabled(log::kError)) {
-    log::emit(log::kError, "ASCENDCL", __FILE__, __LINE__, api,
-              message + ", result = " + std::to_string(code));
+  // A repeated aclInit is documented as harmless; it is worth a warning, not an error.
+  const log::Level level = code == kAclRepeatInitialize ? log::kWarning : log::kError;
+  if (log::enabled(level)) {
+    log::emit(level, "ASCENDCL", file, line, api, message + ", result = " + std::to_string(code));
   }
   return code;
-}
-
-aclError finish(const char* api, const Status& status) {
-  return status.ok() ? ACL_SUCCESS : fail(api, status.code(), status.message());
 }
 
 void note(const char* api, const std::string& message) {

@@ -6,6 +6,7 @@
 // aclGetRecentErrMsg on the calling thread and an ERROR line in the log.
 #pragma once
 
+#include <cstring>
 #include <string>
 
 #include "acl/acl.h"
@@ -15,16 +16,31 @@ namespace aclvmm::api {
 
 // Starts the runtime if needed and applies fault injection; 0 means go on.
 aclError enter(const char* api);
-// Records and logs a failure of `api`; returns `code`.
-aclError fail(const char* api, int code, const std::string& message);
+// Records and logs a failure of `api`; returns `code`. The log line names the caller's line.
+aclError fail(const char* api, int code, const std::string& message,
+              const char* file = __builtin_FILE(), int line = __builtin_LINE());
 // 0 for an ok status, else fail(api, status.code(), status.message()).
-aclError finish(const char* api, const Status& status);
+inline aclError finish(const char* api, const Status& status, const char* file = __builtin_FILE(),
+                       int line = __builtin_LINE()) {
+  return status.ok() ? 0 : fail(api, status.code(), status.message(), file, line);
+}
 // An ACL-layer parameter error (100000).
-inline aclError invalid(const char* api, const std::string& message) {
-  return fail(api, kAclInvalidParam, message);
+inline aclError invalid(const char* api, const std::string& message,
+                        const char* file = __builtin_FILE(), int line = __builtin_LINE()) {
+  return fail(api, kAclInvalidParam, message, file, line);
 }
 // Records a warning-level note (not an error): e.g. a feature probe answered "not supported".
 void note(const char* api, const std::string& message);
+
+// Enumeration values from C callers may lie outside the C++ enumeration's range, and loading such
+// a value as the enum type is undefined behaviour: every enum argument is read as a plain int.
+template <typename E>
+inline int raw(const E& value) {
+  static_assert(sizeof(E) == sizeof(int), "ACL enums are int-sized");
+  int out;
+  std::memcpy(&out, &value, sizeof out);
+  return out;
+}
 
 inline uint64_t addr(const void* p) { return reinterpret_cast<uint64_t>(p); }
 inline uint64_t token(const void* p) { return reinterpret_cast<uint64_t>(p); }

@@ -138,13 +138,14 @@ aclError aclrtGetMemInfo(aclrtMemAttr attr, size_t* free, size_t* total) {
   ACLVMM_REQUIRE_NOT_NULL(api, free);
   ACLVMM_REQUIRE_NOT_NULL(api, total);
   Runtime& rt = Runtime::get();
-  if (static_cast<int>(attr) < ACL_DDR_MEM || static_cast<int>(attr) > ACL_MEM_P2P_HUGE1G) {
+  const int kind = api::raw(attr);
+  if (kind < ACL_DDR_MEM || kind > ACL_MEM_P2P_HUGE1G) {
     return api::fail(api, ACL_ERROR_RT_PARAM_INVALID,
-                     "attr " + std::to_string(static_cast<int>(attr)) + " is not an aclrtMemAttr");
+                     "attr " + std::to_string(kind) + " is not an aclrtMemAttr");
   }
   auto dev = rt.current_device();
   if (!dev.ok()) return api::finish(api, dev.status());
-  switch (attr) {
+  switch (kind) {
     case ACL_DDR_MEM: case ACL_DDR_MEM_HUGE: case ACL_DDR_MEM_NORMAL:
     case ACL_DDR_MEM_P2P_HUGE: case ACL_DDR_MEM_P2P_NORMAL:
       *total = rt.backend().host_memory_total();

@@ -31,6 +31,9 @@ bool known_package(const char* name) {
 extern "C" {
 
 aclError aclInit(const char* configPath) {
+  // The environment (and with it ACLVMM_FAULTS) is read first, so a rule for aclInit fires too.
+  Status started = Runtime::get().start();
+  if (!started.ok()) return api::finish("aclInit", started);
   if (int code = faults_check("aclInit")) {
     return api::fail("aclInit", code, "failure injected by ACLVMM_FAULTS / aclvmmInjectFault");
   }
@@ -85,8 +88,8 @@ aclError aclsysGetVersionNum(char* pkgName, int32_t* versionNum) {
 aclError aclsysGetCANNVersion(aclCANNPackageName name, aclCANNPackageVersion* version) {
   const char* api = "aclsysGetCANNVersion";
   ACLVMM_REQUIRE_NOT_NULL(api, version);
-  if (static_cast<int>(name) < ACL_PKG_NAME_CANN || static_cast<int>(name) > ACL_PKG_NAME_DRIVER) {
-    return api::invalid(api, "name " + std::to_string(static_cast<int>(name)) + " is not a package");
+  if (api::raw(name) < ACL_PKG_NAME_CANN || api::raw(name) > ACL_PKG_NAME_DRIVER) {
+    return api::invalid(api, "name " + std::to_string(api::raw(name)) + " is not a package");
   }
   std::memset(version, 0, sizeof *version);
   std::snprintf(version->version, sizeof version->version, "%s", kCannVersion);

@@ -21,7 +21,7 @@ aclError aclrtMemMapSetLink(aclrtDrvMemHandle handle, aclrtMemLinkType adviceLin
   const char* api = "aclrtMemMapSetLink";
   ACLVMM_ENTRY(api);
   ACLVMM_REQUIRE_NOT_NULL(api, handle);
-  const uint32_t link = static_cast<uint32_t>(adviceLink);
+  const uint32_t link = static_cast<uint32_t>(api::raw(adviceLink));
   if (link > 3) return api::fail(api, ACL_ERROR_RT_PARAM_INVALID, "adviceLink must be 0..3");
   if (aclError e = gate(api, Feature::kSetLink)) return e;
   Runtime& rt = Runtime::get();

@@ -1,7 +1,8 @@
 // Managed (unified) memory: allocation, advice, attributes, prefetch.
 //
-// The ACL-layer and runtime argument checks and the product gating are complete; the migration
-// model itself is issue 4 and answers 207000 until then (the UVM sample's "skip" signal).
+// The ACL-layer and runtime argument checks (behavior.md section 10) and the product gating are
+// complete; the migration model itself is issue 4 and answers 207000 until then (the UVM sample's
+// "skip" signal).
 #include "api/api_common.h"
 #include "core/runtime.h"
 
@@ -22,6 +23,37 @@ aclError not_yet(const char* api) {
                    "managed memory is not available in this build yet");
 }
 
+aclError need_context(const char* api) {
+  auto ctx = Runtime::get().current_context();
+  return ctx.ok() ? ACL_SUCCESS : api::finish(api, ctx.status());
+}
+
+bool device_in_range(int32_t id) { return id >= 0 && id < Runtime::get().visible_count(); }
+
+// Advice passes the location type through; a DEVICE id must name a device.
+aclError check_advise_location(const char* api, const aclrtMemManagedLocation& loc) {
+  if (api::raw(loc.type) == ACL_MEM_LOCATIONTYPE_DEVICE && !device_in_range(loc.id)) {
+    return api::fail(api, ACL_ERROR_RT_PARAM_INVALID, "location id " + std::to_string(loc.id) +
+                                                          " is not a device");
+  }
+  return ACL_SUCCESS;
+}
+
+// Prefetch converts the location: DEVICE, HOST, HOST_NUMA and HOST_NUMA_CURRENT only.
+aclError check_prefetch_location(const char* api, const aclrtMemManagedLocation& loc) {
+  const int type = api::raw(loc.type);
+  if (type < ACL_MEM_LOCATIONTYPE_DEVICE || type > ACL_MEM_LOCATIONTYPE_HOST_NUMA_CURRENT) {
+    return api::fail(api, ACL_ERROR_RT_PARAM_INVALID,
+                     "location type " + std::to_string(type) + " cannot receive a prefetch");
+  }
+  return check_advise_location(api, loc);
+}
+
+bool attribute_valid(const aclrtMemManagedRangeAttribute& a) {
+  return api::raw(a) >= ACL_MEM_RANGE_ATTRIBUTE_READ_MOSTLY &&
+         api::raw(a) <= ACL_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION_ID;
+}
+
 }  // namespace
 
 extern "C" {
@@ -33,8 +65,7 @@ aclError aclrtMemAllocManaged(void** ptr, uint64_t size, uint32_t flag) {
   if (flag != ACL_RT_MEM_ATTACH_GLOBAL) return api::invalid(api, "flag must be ACL_RT_MEM_ATTACH_GLOBAL");
   if (size == 0) return api::fail(api, ACL_ERROR_RT_PARAM_INVALID, "size must be greater than 0");
   if (aclError e = gate(api)) return e;
-  auto ctx = Runtime::get().current_context();
-  if (!ctx.ok()) return api::finish(api, ctx.status());
+  if (aclError e = need_context(api)) return e;
   return not_yet(api);
 }
 
@@ -44,10 +75,11 @@ aclError aclrtMemManagedAdvise(const void* const ptr, uint64_t size, aclrtMemMan
   ACLVMM_ENTRY(api);
   ACLVMM_REQUIRE_NOT_NULL(api, ptr);
   if (size == 0) return api::invalid(api, "size must be greater than 0");
-  if (static_cast<int>(advise) < 0 || static_cast<int>(advise) > 5) {
+  if (api::raw(advise) < 0 || api::raw(advise) > ACL_MEM_ADVISE_UNSET_ACCESSED_BY) {
     return api::fail(api, ACL_ERROR_RT_PARAM_INVALID, "advise must be 0..5");
   }
-  (void)location;
+  if (aclError e = check_advise_location(api, location)) return e;
+  if (aclError e = need_context(api)) return e;
   if (aclError e = gate(api)) return e;
   return not_yet(api);
 }
@@ -59,7 +91,7 @@ aclError aclrtMemManagedGetAttr(aclrtMemManagedRangeAttribute attribute, const v
   ACLVMM_REQUIRE_NOT_NULL(api, ptr);
   ACLVMM_REQUIRE_NOT_NULL(api, data);
   if (size == 0) return api::invalid(api, "size must be greater than 0");
-  if (attribute < 1 || attribute > 8) return api::fail(api, ACL_ERROR_RT_PARAM_INVALID, "attribute must be 1..8");
+  if (!attribute_valid(attribute)) return api::fail(api, ACL_ERROR_RT_PARAM_INVALID, "attribute must be 1..8");
   (void)dataSize;
   if (aclError e = gate(api)) return e;
   return not_yet(api);
@@ -75,10 +107,11 @@ aclError aclrtMemManagedGetAttrs(aclrtMemManagedRangeAttribute* attributes, size
   ACLVMM_REQUIRE_NOT_NULL(api, dataSizes);
   if (size == 0) return api::invalid(api, "size must be greater than 0");
   for (size_t i = 0; i < numAttributes; ++i) {
-    if (attributes[i] < 1 || attributes[i] > 8) {
+    if (!attribute_valid(attributes[i])) {
       return api::fail(api, ACL_ERROR_RT_PARAM_INVALID, "attributes[" + std::to_string(i) + "] must be 1..8");
     }
   }
+  if (numAttributes == 0) return api::fail(api, ACL_ERROR_RT_PARAM_INVALID, "numAttributes must be > 0");
   if (aclError e = gate(api)) return e;
   return not_yet(api);
 }
@@ -90,7 +123,7 @@ aclError aclrtMemManagedPrefetchAsync(const void* ptr, size_t size, aclrtMemMana
   ACLVMM_REQUIRE_NOT_NULL(api, ptr);
   if (size == 0) return api::invalid(api, "size must be greater than 0");
   if (flags != 0) return api::invalid(api, "flags must be 0");
-  (void)location;
+  if (aclError e = check_prefetch_location(api, location)) return e;
   (void)stream;
   if (aclError e = gate(api)) return e;
   return not_yet(api);
@@ -107,6 +140,19 @@ aclError aclrtMemManagedPrefetchBatchAsync(const void** ptrs, size_t* sizes, siz
   if (count == 0 || numPrefetchLocs == 0) return api::invalid(api, "count and numPrefetchLocs must be > 0");
   if (flags != 0) return api::invalid(api, "flags must be 0");
   if (count < numPrefetchLocs) return api::invalid(api, "count must be at least numPrefetchLocs");
+  if (prefetchLocIdxs[0] != 0) {
+    return api::fail(api, ACL_ERROR_RT_PARAM_INVALID, "prefetchLocIdxs[0] must be 0");
+  }
+  for (size_t i = 0; i < numPrefetchLocs; ++i) {
+    if (prefetchLocIdxs[i] >= count || (i > 0 && prefetchLocIdxs[i] <= prefetchLocIdxs[i - 1])) {
+      return api::fail(api, ACL_ERROR_RT_PARAM_INVALID,
+                       "prefetchLocIdxs must be strictly increasing and below count");
+    }
+    if (aclError e = check_prefetch_location(api, prefetchLocs[i])) return e;
+  }
+  for (size_t i = 0; i < count; ++i) {
+    if (!ptrs[i]) return api::fail(api, ACL_ERROR_RT_PARAM_INVALID, "ptrs[" + std::to_string(i) + "] is NULL");
+  }
   (void)stream;
   if (aclError e = gate(api)) return e;
   return not_yet(api);

@@ -11,9 +11,8 @@ aclError check_copy(const char* api, void* dst, size_t destMax, const void* src,
                     aclrtMemcpyKind kind) {
   ACLVMM_REQUIRE_NOT_NULL(api, dst);
   ACLVMM_REQUIRE_NOT_NULL(api, src);
-  if (static_cast<int>(kind) < ACL_MEMCPY_HOST_TO_HOST ||
-      static_cast<int>(kind) > ACL_MEMCPY_HOST_TO_BUF_TO_DEVICE) {
-    return api::invalid(api, "kind " + std::to_string(static_cast<int>(kind)) +
+  if (api::raw(kind) < ACL_MEMCPY_HOST_TO_HOST || api::raw(kind) > ACL_MEMCPY_HOST_TO_BUF_TO_DEVICE) {
+    return api::invalid(api, "kind " + std::to_string(api::raw(kind)) +
                                  " is not supported (0..5); the real direction is taken from the addresses");
   }
   if (destMax < count) {

@@ -12,13 +12,14 @@ constexpr uint64_t kMiB2 = 2ull << 20, kGiB1 = 1ull << 30;
 
 // The ACL layer's attribute checks shared by MallocPhysical and granularity queries.
 aclError check_attr(const char* api, const aclrtPhysicalMemProp* prop, api::PageAndMemory* pm) {
-  const bool device = prop->location.type == ACL_MEM_LOCATION_TYPE_DEVICE;
-  if (device && api::ddr_only(prop->memAttr)) {
-    return api::invalid(api, "memAttr " + std::to_string(prop->memAttr) +
+  const int attr = api::raw(prop->memAttr);
+  const bool device = api::raw(prop->location.type) == ACL_MEM_LOCATION_TYPE_DEVICE;
+  if (device && api::ddr_only(attr)) {
+    return api::invalid(api, "memAttr " + std::to_string(attr) +
                                  " is host (DDR) memory and cannot be placed on a device");
   }
-  if (!api::translate_attr(prop->memAttr, !device, pm)) {
-    return api::invalid(api, "memAttr " + std::to_string(prop->memAttr) + " is not accepted");
+  if (!api::translate_attr(attr, !device, pm)) {
+    return api::invalid(api, "memAttr " + std::to_string(attr) + " is not accepted");
   }
   return ACL_SUCCESS;
 }
@@ -35,13 +36,13 @@ aclError aclrtMallocPhysical(aclrtDrvMemHandle* handle, size_t size, const aclrt
   ACLVMM_REQUIRE_NOT_NULL(api, prop);
   if (size == 0) return api::invalid(api, "size must be greater than 0");
   if (flags != 0) return api::invalid(api, "flags must be 0");
-  if (prop->handleType != ACL_MEM_HANDLE_TYPE_NONE) {
+  if (api::raw(prop->handleType) != ACL_MEM_HANDLE_TYPE_NONE) {
     return api::invalid(api, "prop->handleType must be ACL_MEM_HANDLE_TYPE_NONE");
   }
-  if (prop->allocationType != ACL_MEM_ALLOCATION_TYPE_PINNED) {
+  if (api::raw(prop->allocationType) != ACL_MEM_ALLOCATION_TYPE_PINNED) {
     return api::invalid(api, "prop->allocationType must be ACL_MEM_ALLOCATION_TYPE_PINNED");
   }
-  const aclrtMemLocationType type = prop->location.type;
+  const int type = api::raw(prop->location.type);
   if (type == ACL_MEM_LOCATION_TYPE_UNREGISTERED || type == ACL_MEM_LOCATION_TYPE_MANAGED) {
     return api::invalid(api, "prop->location.type " + std::to_string(type) +
                                  " cannot hold physical memory (use DEVICE, HOST or HOST_NUMA)");
@@ -57,9 +58,9 @@ aclError aclrtMallocPhysical(aclrtDrvMemHandle* handle, size_t size, const aclrt
   if (type == ACL_MEM_LOCATION_TYPE_DEVICE) {
     auto dev = rt.physical_device(static_cast<int32_t>(prop->location.id));
     if (!dev.ok()) return api::finish(api, dev.status());
-    if (!api::attr_supported(rt.config().product, prop->memAttr)) {
+    if (!api::attr_supported(rt.config().product, api::raw(prop->memAttr))) {
       return api::fail(api, ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                       "memAttr " + std::to_string(prop->memAttr) + " is not supported on " +
+                       "memAttr " + std::to_string(api::raw(prop->memAttr)) + " is not supported on " +
                            rt.config().product.soc);
     }
     spec.side = Side::kDevice;
@@ -101,14 +102,14 @@ aclError aclrtMemGetAllocationGranularity(aclrtPhysicalMemProp* prop, aclrtMemGr
   api::PageAndMemory pm;
   if (aclError e = check_attr(api, prop, &pm)) return e;
   Runtime& rt = Runtime::get();
-  const aclrtMemLocationType type = prop->location.type;
+  const int type = api::raw(prop->location.type);
   if (type == ACL_MEM_LOCATION_TYPE_DEVICE) {
     auto dev = rt.physical_device(static_cast<int32_t>(prop->location.id));
     if (!dev.ok()) return api::finish(api, dev.status());
   }
-  if (static_cast<int>(option) >= 2) {
+  if (api::raw(option) < 0 || api::raw(option) >= 2) {
     return api::fail(api, ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                     "option " + std::to_string(static_cast<int>(option)) +
+                     "option " + std::to_string(api::raw(option)) +
                          " is not supported (MINIMUM or RECOMMENDED)");
   }
   if (prop->reserve != 0) return api::fail(api, ACL_ERROR_RT_PARAM_INVALID, "prop->reserve must be 0");

@@ -15,10 +15,11 @@ aclError not_yet(const char* api) {
                    "sharing memory between processes is not available in this build yet");
 }
 
-aclError check_share_type(const char* api, aclrtMemSharedHandleType type) {
+aclError check_share_type(const char* api, aclrtMemSharedHandleType share_type) {
+  const int type = api::raw(share_type);
   if (type != ACL_MEM_SHARE_HANDLE_TYPE_DEFAULT && type != ACL_MEM_SHARE_HANDLE_TYPE_FABRIC) {
     return api::fail(api, ACL_ERROR_RT_PARAM_INVALID,
-                     "shareType " + std::to_string(static_cast<int>(type)) + " is not DEFAULT or FABRIC");
+                     "shareType " + std::to_string(type) + " is not DEFAULT or FABRIC");
   }
   if (type == ACL_MEM_SHARE_HANDLE_TYPE_FABRIC &&
       !Runtime::get().config().product.supports(Feature::kFabricShare)) {
@@ -49,7 +50,7 @@ aclError aclrtMemExportToShareableHandle(aclrtDrvMemHandle handle, aclrtMemHandl
   ACLVMM_ENTRY(api);
   ACLVMM_REQUIRE_NOT_NULL(api, handle);
   ACLVMM_REQUIRE_NOT_NULL(api, shareableHandle);
-  if (handleType != ACL_MEM_HANDLE_TYPE_NONE) return api::invalid(api, "handleType must be NONE");
+  if (api::raw(handleType) != ACL_MEM_HANDLE_TYPE_NONE) return api::invalid(api, "handleType must be NONE");
   if (aclError e = check_export(api, handle, flags)) return e;
   return not_yet(api);
 }
@@ -85,6 +86,9 @@ aclError aclrtMemSetPidToShareableHandleV2(void* shareableHandle, aclrtMemShared
   ACLVMM_REQUIRE_NOT_NULL(api, pid);
   if (pidNum == 0) return api::invalid(api, "pidNum must be greater than 0");
   if (aclError e = check_share_type(api, shareType)) return e;
+  if (static_cast<uint32_t>(pidNum) > 65535) {
+    return api::fail(api, ACL_ERROR_RT_PARAM_INVALID, "at most 65535 pids per call");
+  }
   return not_yet(api);
 }
 

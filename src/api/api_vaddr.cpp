@@ -93,7 +93,7 @@ aclError aclrtMemSetAccess(void* virPtr, size_t size, aclrtMemAccessDesc* desc, 
   changes.reserve(count);
   for (size_t i = 0; i < count; ++i) {
     const aclrtMemAccessDesc& d = desc[i];
-    const int flags = static_cast<int>(d.flags);
+    const int flags = api::raw(d.flags);
     if (quirks && (flags == ACL_RT_MEM_ACCESS_FLAGS_NONE || flags == ACL_RT_MEM_ACCESS_FLAGS_READ)) {
       return api::fail(api, ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
                        "only READWRITE access is supported by the vendor driver (ACLVMM_QUIRKS=vendor)");

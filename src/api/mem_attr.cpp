@@ -2,17 +2,17 @@
 
 namespace aclvmm::api {
 
-bool ddr_only(aclrtMemAttr attr) {
+bool ddr_only(int attr) {
   return attr == ACL_DDR_MEM_HUGE || attr == ACL_DDR_MEM_NORMAL || attr == ACL_DDR_MEM_P2P_HUGE ||
          attr == ACL_DDR_MEM_P2P_NORMAL;
 }
 
-bool is_1g(aclrtMemAttr attr) {
+bool is_1g(int attr) {
   return attr == ACL_HBM_MEM_HUGE1G || attr == ACL_MEM_HUGE1G || attr == ACL_MEM_P2P_HUGE1G ||
          attr == ACL_HBM_MEM_P2P_HUGE1G;
 }
 
-bool translate_attr(aclrtMemAttr attr, bool host, PageAndMemory* out) {
+bool translate_attr(int attr, bool host, PageAndMemory* out) {
   switch (attr) {
     case ACL_HBM_MEM_HUGE: *out = {kHugePage, kHbm}; return true;
     case ACL_HBM_MEM_NORMAL: *out = {kNormalPage, kHbm}; return true;
@@ -31,7 +31,7 @@ bool translate_attr(aclrtMemAttr attr, bool host, PageAndMemory* out) {
   }
 }
 
-bool attr_supported(const Product& product, aclrtMemAttr attr) {
+bool attr_supported(const Product& product, int attr) {
   switch (attr) {
     case ACL_HBM_MEM_HUGE:
     case ACL_HBM_MEM_NORMAL: return product.supports(Feature::kHbmHuge);

@@ -15,13 +15,13 @@ struct PageAndMemory {
 };
 
 // false: the attribute is not accepted for this location kind (ACL layer, 100000).
-bool translate_attr(aclrtMemAttr attr, bool host, PageAndMemory* out);
+bool translate_attr(int attr, bool host, PageAndMemory* out);
 // true when the attribute is DDR-only (rejected for a device location).
-bool ddr_only(aclrtMemAttr attr);
+bool ddr_only(int attr);
 // The product feature a device-location attribute needs, if any (207000 without it).
-bool attr_supported(const Product& product, aclrtMemAttr attr);
+bool attr_supported(const Product& product, int attr);
 // Reverse lookup; false when no attribute matches.
 bool attr_from(PageType page, MemType mem, bool host, aclrtMemAttr* out);
-bool is_1g(aclrtMemAttr attr);
+bool is_1g(int attr);
 
 }  // namespace aclvmm::api

@@ -10,7 +10,12 @@ namespace {
 
 // Vendor windows (emulation.md section 3). ThreadSanitizer confines a program to a few TiB and
 // aborts on larger mappings, so its builds get small windows (only concurrency tests run there).
-#if defined(__SANITIZE_THREAD__)
+#if defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define ACLVMM_TSAN 1
+#endif
+#endif
+#if defined(__SANITIZE_THREAD__) || defined(ACLVMM_TSAN)
 constexpr uint64_t kWindowDivisor = 64;
 #else
 constexpr uint64_t kWindowDivisor = 1;
@@ -48,12 +53,14 @@ Status AddressSpace::claim_windows(drv::Backend* backend) {
                {kUvmWindow, kUvmWindowSize, &uvm_window_, &uvm_window_size_, "managed"},
                {kSvmWindow, kSvmWindowSize, &svm_window_, &svm_window_size_, "device"}};
   for (Want& w : wants) {
-    int rc = backend->claim_window(w.preferred, w.size, kGiB, w.base);
+    // Under TSan even asking for the vendor address aborts the process: let the kernel choose.
+    const uint64_t preferred = kWindowDivisor == 1 ? w.preferred : 0;
+    int rc = backend->claim_window(preferred, w.size, kGiB, w.base);
     // ThreadSanitizer confines a program to a few TiB: smaller windows keep the emulator usable
     // there (the concurrency tests need no terabyte reservations).
     while (rc == -ENOMEM && w.size > 64 * kGiB) {
       w.size /= 2;
-      rc = backend->claim_window(w.preferred, w.size, kGiB, w.base);
+      rc = backend->claim_window(preferred, w.size, kGiB, w.base);
     }
     if (rc != 0) {
       return Error(kAclInternalError, std::string("cannot claim the ") + w.name +

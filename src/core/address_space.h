@@ -53,6 +53,7 @@ struct Mapping {
   std::shared_ptr<PhysicalAllocation> phys;
   AccessRights access;
   drv::CpuAccess cpu = drv::CpuAccess::kNone;  // what the kernel mapping at va allows
+  const char* created_by = "";
 };
 
 enum class RegionKind { kReservation, kNoUcReservation, kDeviceMalloc, kHostPinned };

@@ -66,6 +66,7 @@ Status AddressSpace::map(uint64_t va, uint64_t size, uint64_t handle,
   m.size = size;
   m.handle = handle;
   m.phys = std::move(phys);
+  m.created_by = no_access ? "aclrtMemMapNoAccess" : "aclrtMapMem";
   const bool device = m.phys->on_device();
   if (!no_access) {
     if (device) {

@@ -31,7 +31,9 @@ StatusOr<AddressRange> AddressSpace::address_range(uint64_t ptr) const {
   std::shared_lock<std::shared_mutex> lock(mu_);
   const Region* r = find_region(ptr);
   if (r && !is_reservation(*r)) {
-    if (ptr - r->base < r->size) return AddressRange{r->base, r->size};
+    // Allocations that own whole 1 GiB heaps report the heap extent, as the driver does.
+    const uint64_t extent = r->span >= kGiB ? r->span : r->size;
+    if (ptr - r->base < extent) return AddressRange{r->base, extent};
   } else if (r) {
     if (const Mapping* m = mapping_at(*r, ptr)) return AddressRange{m->va, m->size};
     return Error(ACL_ERROR_RT_PARAM_INVALID, hex(ptr) + " is reserved but not mapped");
@@ -50,6 +52,11 @@ StatusOr<PointerInfo> AddressSpace::pointer_info(uint64_t ptr, size_t host_page)
     info.kind = PointerInfo::kUnregistered;
     info.page_size = static_cast<uint32_t>(host_page);
     return info;
+  }
+  // Past the end of a malloc block but inside its rounded span: not allocated.
+  if (!(r->kind == RegionKind::kReservation || r->kind == RegionKind::kNoUcReservation) &&
+      ptr - r->base >= r->size) {
+    return Error(ACL_ERROR_RT_DRV_INTERNAL_ERROR, hex(ptr) + " is not allocated");
   }
   switch (r->kind) {
     case RegionKind::kHostPinned:
@@ -113,6 +120,15 @@ Status AddressSpace::translate(uint64_t va, uint64_t n, bool write, const Access
                    "the range at " + hex(va) + " is not fully mapped (nothing at " + hex(cur) + ")");
     }
     const Mapping& mm = it->second;
+    if (!mm.phys->on_device() && r->kind != RegionKind::kDeviceMalloc) {
+      // Devices reach host memory through its host mapping, so the HOST rights govern them too.
+      const int flags = mm.access.host;
+      if (write ? flags != 3 : (flags & 1) == 0) {
+        return Error(ACL_ERROR_RT_DRV_INTERNAL_ERROR,
+                     std::string("the host memory at ") + hex(cur) + " may not be " +
+                         (write ? "written" : "read") + " (its access was not granted)");
+      }
+    }
     if (mm.phys->on_device()) {
       if (who.device < 0) {
         return Error(ACL_ERROR_RT_CONTEXT_NULL,

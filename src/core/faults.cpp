@@ -11,6 +11,7 @@ struct Armed {
   std::string api;
   uint32_t remaining;  // calls until the failing one, counting it
   int code;
+  bool from_env;
 };
 
 std::mutex g_mu;
@@ -21,8 +22,10 @@ std::atomic<bool> g_any{false};  // keeps the common case (nothing armed) lock-f
 
 void faults_reset(const std::vector<FaultRule>& rules) {
   std::lock_guard<std::mutex> lock(g_mu);
-  g_armed.clear();
-  for (const FaultRule& r : rules) g_armed.push_back({r.api, r.nth, r.code});
+  for (auto it = g_armed.begin(); it != g_armed.end();) {
+    it = it->from_env ? g_armed.erase(it) : it + 1;
+  }
+  for (const FaultRule& r : rules) g_armed.push_back({r.api, r.nth, r.code, true});
   g_any.store(!g_armed.empty());
 }
 
@@ -31,7 +34,7 @@ void faults_arm(const std::string& api, uint32_t nth, int code) {
   for (auto it = g_armed.begin(); it != g_armed.end();) {
     it = it->api == api ? g_armed.erase(it) : it + 1;
   }
-  if (nth != 0) g_armed.push_back({api, nth, code});
+  if (nth != 0) g_armed.push_back({api, nth, code, false});
   g_any.store(!g_armed.empty());
 }
 

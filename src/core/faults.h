@@ -10,6 +10,7 @@
 
 namespace aclvmm {
 
+// Replaces the rules that came from ACLVMM_FAULTS; rules armed through aclvmmInjectFault stay.
 void faults_reset(const std::vector<FaultRule>& rules);
 // nth 0 clears the rule for `api`.
 void faults_arm(const std::string& api, uint32_t nth, int code);

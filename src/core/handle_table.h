@@ -18,9 +18,11 @@ class HandleTable {
  public:
   explicit HandleTable(uint16_t tag) : tag_(tag) {}
 
+  // 0 when the table is full (2^24 - 1 live objects).
   uint64_t insert(std::shared_ptr<T> obj) {
     std::lock_guard<std::mutex> lock(mu_);
     uint32_t index;
+    if (free_.empty() && slots_.size() >= kMaxSlots) return 0;
     if (!free_.empty()) {
       index = free_.back();
       free_.pop_back();
@@ -90,6 +92,7 @@ class HandleTable {
 
  private:
   static constexpr uint64_t kGenerationMask = (1ull << 24) - 1;
+  static constexpr size_t kMaxSlots = (1u << 24) - 1;
   struct Slot {
     uint32_t generation = 1;
     std::shared_ptr<T> obj;

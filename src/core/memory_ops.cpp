@@ -1,7 +1,9 @@
 #include "core/memory_ops.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <memory>
+#include <new>
 
 #include "core/runtime.h"
 
@@ -39,6 +41,10 @@ Status transfer(const Translation& t, uint64_t va, uint64_t off, void* buf, uint
     uint64_t n = std::min(len, s.length - in);
     int rc = to_range ? s.memory->write(s.offset + in, bytes, n)
                       : s.memory->read(s.offset + in, bytes, n);
+    if (rc == -EFAULT) {
+      return io_error(rc, to_range ? "reading the host buffer" : "writing the host buffer",
+                      reinterpret_cast<uint64_t>(bytes));
+    }
     if (rc != 0) return io_error(rc, to_range ? "writing device memory" : "reading device memory", va + off);
     bytes += n;
     off += n;
@@ -59,7 +65,8 @@ Status copy(void* dst, const void* src, size_t n, const Accessor& who) {
   if (ts.cpu) return transfer(td, d, 0, const_cast<void*>(src), n, true);
   if (td.cpu) return transfer(ts, s, 0, dst, n, false);
   thread_local std::unique_ptr<uint8_t[]> bounce;
-  if (!bounce) bounce.reset(new uint8_t[kBounce]);
+  if (!bounce) bounce.reset(new (std::nothrow) uint8_t[kBounce]);
+  if (!bounce) return Error(ACL_ERROR_RT_MEMORY_ALLOCATION, "no host memory for the copy buffer");
   for (uint64_t off = 0; off < n; off += kBounce) {
     uint64_t len = std::min<uint64_t>(kBounce, n - off);
     ACLVMM_RETURN_IF_ERROR(transfer(ts, s, off, bounce.get(), len, false));

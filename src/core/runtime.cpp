@@ -54,6 +54,7 @@ Status Runtime::start_locked() {
   space_.set_host_access_open(config_.host_access_open);
   devices_.assign(config_.device_count, Device{});
   for (Device& d : devices_) d.pool = std::make_shared<MemoryPool>(config_.device_memory);
+  host_pool_ = std::make_shared<MemoryPool>(backend_->host_memory_total());
   faults_reset(config_.faults);
   started_.store(true, std::memory_order_release);
   ACLVMM_LOG_INFO("RUNTIME", "started: soc {} ({}), {} device(s) of {} bytes, driver {}",
@@ -118,12 +119,23 @@ void Runtime::teardown(const char* why) {
   for (auto& region : space_.clear()) {
     const bool vmm = region->kind == RegionKind::kReservation ||
                      region->kind == RegionKind::kNoUcReservation;
-    ACLVMM_LOG_WARN("RUNTIME", "{}: releasing {} of {} bytes at 0x{:x} created by {}{}", why,
+    if (vmm) {
+      // One line per mapping, but a million leaked mappings must not flood the log.
+      constexpr size_t kListed = 64;
+      size_t n = 0;
+      for (const auto& [va, m] : region->mappings) {
+        if (n++ == kListed) break;
+        ACLVMM_LOG_WARN("RUNTIME", "{}: unmapping mapping of {} bytes at 0x{:x} created by {}", why,
+                        m.size, m.va, m.created_by);
+      }
+      if (region->mappings.size() > kListed) {
+        ACLVMM_LOG_WARN("RUNTIME", "{}: ... and {} more mapping(s) in the reservation at 0x{:x}", why,
+                        region->mappings.size() - kListed, region->base);
+      }
+    }
+    ACLVMM_LOG_WARN("RUNTIME", "{}: releasing {} of {} bytes at 0x{:x} created by {}", why,
                     vmm ? "reservation" : "allocation", region->size, region->base,
-                    region->created_by,
-                    vmm && !region->mappings.empty()
-                        ? fmt::format(" with {} mapping(s)", region->mappings.size())
-                        : std::string());
+                    region->created_by);
   }
   for (auto& [token, phys] : physical_.snapshot()) {
     ACLVMM_LOG_WARN("RUNTIME", "{}: releasing physical handle of {} bytes created by {}", why,
@@ -158,6 +170,11 @@ std::shared_ptr<MemoryPool> Runtime::pool(int physical_id) const {
   std::lock_guard<std::recursive_mutex> lock(mu_);
   if (physical_id < 0 || physical_id >= static_cast<int>(devices_.size())) return nullptr;
   return devices_[physical_id].pool;
+}
+
+std::shared_ptr<MemoryPool> Runtime::host_pool() const {
+  std::lock_guard<std::recursive_mutex> lock(mu_);
+  return host_pool_;
 }
 
 Status Runtime::set_device(int32_t user_id) {

@@ -72,6 +72,8 @@ class Runtime {
   StatusOr<int> physical_device(int32_t user_id) const;
   int user_device(int physical_id) const;
   std::shared_ptr<MemoryPool> pool(int physical_id) const;
+  // Host memory handed out as physical or pinned memory, bounded by the machine's memory.
+  std::shared_ptr<MemoryPool> host_pool() const;
   Status set_device(int32_t user_id);
   Status reset_device(int32_t user_id, bool force);
   // The calling thread's current context and its device; 107002 when there is none.
@@ -108,6 +110,7 @@ class Runtime {
   Config config_;
   std::unique_ptr<drv::Backend> backend_;
   std::vector<Device> devices_;
+  std::shared_ptr<MemoryPool> host_pool_;
   // Peer access per device: read on every copy, so kept lock-free.
   std::array<std::atomic<uint64_t>, kMaxDevices> peer_masks_{};
   AddressSpace space_;

@@ -19,9 +19,9 @@ std::string quoted(const std::string& s) {
 
 }  // namespace
 
-std::string stats_json() {
+std::string stats_json(bool start) {
   Runtime& rt = Runtime::get();
-  (void)rt.start();
+  if (start) (void)rt.start();
   const Config& cfg = rt.config();
   std::string devices;
   for (int i = 0; i < cfg.device_count; ++i) {
@@ -49,7 +49,7 @@ std::string stats_json() {
 void write_stats_file_at_exit() {
   const std::string& path = Runtime::get().config().stats_file;
   if (path.empty()) return;
-  std::string json = stats_json();
+  std::string json = stats_json(false);
   FILE* f = fopen(path.c_str(), "w");
   if (!f) {
     ACLVMM_LOG_ERROR("RUNTIME", "cannot write the statistics file {}", path);

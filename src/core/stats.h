@@ -5,7 +5,8 @@
 
 namespace aclvmm {
 
-std::string stats_json();
+// `start`: start the runtime first if needed (the API call); at exit the snapshot is taken as is.
+std::string stats_json(bool start = true);
 // Writes the snapshot to $ACLVMM_STATS_FILE, if set (called once at process exit).
 void write_stats_file_at_exit();
 

@@ -72,11 +72,13 @@ StatusOr<uint64_t> host_malloc(uint64_t size) {
   if (!ctx.ok()) return ctx.status();
   const uint64_t page = rt.backend().host_page_size();
   uint64_t bytes = round_up(round_up(size, 32), page);
-  if (bytes < size || bytes > rt.backend().host_memory_total()) {
+  auto pool = rt.host_pool();
+  if (bytes < size || !pool || !pool->charge(bytes)) {
     return Error(ACL_ERROR_RT_MEMORY_ALLOCATION,
-                 "host memory cannot hold " + std::to_string(size) + " bytes");
+                 "host memory cannot hold " + std::to_string(size) + " more bytes");
   }
   auto phys = new_allocation(Side::kHost, 0, bytes, "aclrtMallocHost");
+  phys->charge = std::make_unique<Charge>(pool, bytes);
   drv::PhysicalRequest req;
   req.size = bytes;
   int rc = rt.backend().create_physical(req, &phys->memory);

@@ -78,9 +78,13 @@ StatusOr<uint64_t> malloc_physical(uint64_t size, const PhysicalSpec& spec) {
                        std::to_string(pool ? pool->total() - pool->used() : 0) + " free");
     }
     phys->charge = std::make_unique<Charge>(pool, rounded);
-  } else if (rounded > be.host_memory_total()) {
-    return Error(ACL_ERROR_RT_MEMORY_ALLOCATION,
-                 "host memory is smaller than the " + std::to_string(rounded) + " bytes requested");
+  } else {
+    auto pool = rt.host_pool();
+    if (!pool || !pool->charge(rounded)) {
+      return Error(ACL_ERROR_RT_MEMORY_ALLOCATION,
+                   "host memory cannot hold " + std::to_string(rounded) + " more bytes");
+    }
+    phys->charge = std::make_unique<Charge>(pool, rounded);
   }
   drv::PhysicalRequest req;
   req.size = rounded;
@@ -91,7 +95,11 @@ StatusOr<uint64_t> malloc_physical(uint64_t size, const PhysicalSpec& spec) {
     return Error(code_from_errno(rc), "the backend could not create " + std::to_string(rounded) +
                                           " bytes of physical memory: errno " + std::to_string(-rc));
   }
-  return rt.physical().insert(std::move(phys));
+  uint64_t token = rt.physical().insert(std::move(phys));
+  if (token == 0) {
+    return Error(ACL_ERROR_RT_RESOURCE_ALLOC_FAIL, "too many live physical memory handles");
+  }
+  return token;
 }
 
 Status free_physical(uint64_t handle) {

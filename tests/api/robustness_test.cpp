@@ -4,6 +4,7 @@
 // robustness_runtime_test.cpp; the coverage test below checks that every exported function has rows.
 #include <climits>
 #include <cstdint>
+#include <cstring>
 #include <fstream>
 
 #include "api/robustness_util.h"
@@ -106,8 +107,8 @@ std::vector<Row> vmm_rows(RobustnessBase& t) {
   rows.push_back({api, "location MANAGED", [=] { return malloc_physical(k2M, prop_with([](auto& p) { p.location.type = ACL_MEM_LOCATION_TYPE_MANAGED; })); }, kInvalidParam});
   rows.push_back({api, "device + DDR attr", [dev] { return malloc_physical(k2M, dev(0, ACL_DDR_MEM_HUGE)); }, kInvalidParam});
   rows.push_back({api, "memAttr ACL_HBM_MEM", [dev] { return malloc_physical(k2M, dev(0, ACL_HBM_MEM)); }, kInvalidParam});
-  rows.push_back({api, "memAttr 99", [dev] { return malloc_physical(k2M, dev(0, static_cast<aclrtMemAttr>(99))); }, kInvalidParam});
-  rows.push_back({api, "memAttr -1", [dev] { return malloc_physical(k2M, dev(0, static_cast<aclrtMemAttr>(-1))); }, kInvalidParam});
+  rows.push_back({api, "memAttr 18", [dev] { return malloc_physical(k2M, dev(0, static_cast<aclrtMemAttr>(18))); }, kInvalidParam});
+  rows.push_back({api, "memAttr 31", [dev] { return malloc_physical(k2M, dev(0, static_cast<aclrtMemAttr>(31))); }, kInvalidParam});
   rows.push_back({api, "device id 8", [dev] { return malloc_physical(k2M, dev(8)); }, kRtDevice});
   rows.push_back({api, "device id 0xffffffff", [dev] { return malloc_physical(k2M, dev(0xffffffffu)); }, kRtDevice});
   rows.push_back({api, "reserve != 0", [=] { return malloc_physical(k2M, prop_with([](auto& p) { p.reserve = 1; })); }, kRtParam});
@@ -148,9 +149,7 @@ std::vector<Row> vmm_rows(RobustnessBase& t) {
   rows.push_back({api, "flags ~0", [] { return reserve_at(k2M, 0, nullptr, ~0ull); }, kInvalidParam});
   rows.push_back({api, "alignment 4096", [] { return reserve_at(k2M, 4096, nullptr, 0); }, kRtParam});
   rows.push_back({api, "alignment SIZE_MAX", [] { return reserve_at(k2M, kMax, nullptr, 0); }, kRtParam});
-  t.add_forged(rows, api, "misaligned expectPtr", kRtParam, [](void* v) {
-    return reserve_at(k2M, 0, at(v, 1), 0);  // every forged value + 1 is odd
-  });
+  t.add_forged(rows, api, "expectPtr (not 2 MiB aligned)", kRtParam, [](void* v) { return reserve_at(k2M, 0, v, 0); });
   rows.push_back({api, "expectPtr not 2M aligned", [&w] { return reserve_at(k2M, 0, at(w.va2, 4096), 0); }, kRtParam});
   rows.push_back({api, "expectPtr occupied", [&w] { return reserve_at(k2M, 0, w.va2, 0); }, kDrv});
   rows.push_back({api, "expectPtr of a live aclrtMalloc", [&w] { return reserve_at(k2M, 0, w.dptr, 0); }, kDrv});
@@ -225,7 +224,7 @@ std::vector<Row> vmm_rows(RobustnessBase& t) {
   rows.push_back({api, "granularity NULL", [dev] { auto p = dev(); return aclrtMemGetAllocationGranularity(&p, ACL_RT_MEM_ALLOC_GRANULARITY_MINIMUM, nullptr); }, kInvalidParam});
   rows.push_back({api, "device + DDR attr", [dev] { return granularity(dev(0, ACL_DDR_MEM_NORMAL)); }, kInvalidParam});
   rows.push_back({api, "memAttr ACL_HBM_MEM_P2P_HUGE", [dev] { return granularity(dev(0, ACL_HBM_MEM_P2P_HUGE)); }, kInvalidParam});
-  rows.push_back({api, "memAttr 1000", [dev] { return granularity(dev(0, static_cast<aclrtMemAttr>(1000))); }, kInvalidParam});
+  rows.push_back({api, "memAttr 18", [dev] { return granularity(dev(0, static_cast<aclrtMemAttr>(18))); }, kInvalidParam});
   rows.push_back({api, "device id 8", [dev] { return granularity(dev(8)); }, kRtDevice});
   rows.push_back({api, "option UNDEF", [dev] { return granularity(dev(), ACL_RT_MEM_ALLOC_GRANULARITY_UNDEF); }, kNotSupported});
   rows.push_back({api, "option 2", [dev] { return granularity(dev(), 2); }, kNotSupported});
@@ -241,12 +240,11 @@ std::vector<Row> vmm_rows(RobustnessBase& t) {
   rows.push_back({api, "desc NULL", [&w] { return aclrtMemSetAccess(w.va, k2M, nullptr, 1); }, kRtParam});
   rows.push_back({api, "count 0", [&w, rw0] { return set_access(w.va, k2M, rw0, 0); }, kRtParam});
   rows.push_back({api, "flags 2", [&w] { return set_access(w.va, k2M, desc_of(2, 0, ACL_MEM_LOCATION_TYPE_DEVICE)); }, kRtParam});
-  rows.push_back({api, "flags 0x80000000", [&w] { return set_access(w.va, k2M, desc_of(int(0x80000000u), 0, ACL_MEM_LOCATION_TYPE_DEVICE)); }, kRtParam});
   rows.push_back({api, "HOST id 1", [&w] { return set_access(w.va, k2M, desc_of(3, 1, ACL_MEM_LOCATION_TYPE_HOST)); }, kRtParam});
   rows.push_back({api, "DEVICE id 64", [&w] { return set_access(w.va, k2M, desc_of(3, 64, ACL_MEM_LOCATION_TYPE_DEVICE)); }, kRtParam});
   rows.push_back({api, "DEVICE id 0xffffffff", [&w] { return set_access(w.va, k2M, desc_of(3, 0xffffffffu, ACL_MEM_LOCATION_TYPE_DEVICE)); }, kRtParam});
   rows.push_back({api, "HOST_NUMA location", [&w] { return set_access(w.va, k2M, desc_of(3, 0, ACL_MEM_LOCATION_TYPE_HOST_NUMA)); }, kRtParam});
-  rows.push_back({api, "location type 9", [&w] { return set_access(w.va, k2M, desc_of(3, 0, 9)); }, kRtParam});
+  rows.push_back({api, "location type 7", [&w] { return set_access(w.va, k2M, desc_of(3, 0, 7)); }, kRtParam});
   t.add_forged(rows, api, "virPtr", kDrv, [rw0](void* v) { return set_access(v, k2M, rw0); });
   rows.push_back({api, "released reservation", [&w, rw0] { return set_access(w.released_va, k2M, rw0); }, kDrv});
   rows.push_back({api, "never mapped", [&w, rw0] { return set_access(w.va2, k2M, rw0); }, kDrv});
@@ -305,7 +303,7 @@ std::vector<Row> vmm_rows(RobustnessBase& t) {
                [](void* v) { return attrs_are(v, ACL_MEM_LOCATION_TYPE_UNREGISTERED); });
   rows.push_back({api, "released reservation", [&w] { return attrs(w.released_va); }, kDrv});
   rows.push_back({api, "freed aclrtMalloc pointer", [&w] { return attrs(w.freed_dptr); }, kDrv});
-  rows.push_back({api, "unallocated UVM window address", [] { return attrs(reinterpret_cast<void*>(0x90000000000ull + kGiB)); }, kDrv});
+  rows.push_back({api, "unallocated device window address", [&w] { return attrs(at(w.va2, 256 * kMiB)); }, kDrv});
   rows.push_back({api, "never mapped reservation", [&w] { return attrs(w.va2); }, kRtHandle});
 
   // §11 links on A2: ACL checks, then product gating → 207000 (forged handles: see the A3 test).
@@ -340,12 +338,57 @@ class RobustnessVmmTest : public RobustnessBase {};
 TEST_F(RobustnessVmmTest, VmmCallsRejectBadInputWithoutSideEffects) {
   int on_stack = 0;
   stack_forged(&on_stack);
-  run_rows(vmm_rows(*this));
+  const std::vector<Row> rows = vmm_rows(*this);
+  EXPECT_GE(rows.size(), 200u);
+  run_rows(rows);
   // The world is intact: the live mapping still works.
   EXPECT_EQ(aclrtMemset(w.va, k2M, 0x5a, 4096), ACL_SUCCESS);
   unsigned char b[16] = {};
   EXPECT_EQ(aclrtMemcpy(b, sizeof b, w.va, sizeof b, ACL_MEMCPY_DEVICE_TO_HOST), ACL_SUCCESS);
   EXPECT_EQ(b[15], 0x5a);
+}
+
+// Enum fields of argument structs holding values outside the C++ enum's range (legal for a C
+// caller: the ABI is C). Separate from the main table because reading such a field as the enum
+// type is undefined behaviour in C++, which the UBSan build reports inside the library.
+TEST_F(RobustnessVmmTest, OutOfRangeEnumValuesInStructs) {
+  auto with_attr = [](int attr) {
+    aclrtPhysicalMemProp p = device_prop();
+    std::memcpy(&p.memAttr, &attr, sizeof attr);
+    return p;
+  };
+  auto desc_raw = [](int flags, uint32_t id, int type) {
+    aclrtMemAccessDesc d{};
+    std::memcpy(&d.flags, &flags, sizeof flags);
+    d.location.id = id;
+    std::memcpy(&d.location.type, &type, sizeof type);
+    return d;
+  };
+  std::vector<Row> rows;
+  for (int attr : {99, -1, 1000, INT_MIN}) {
+    const std::string n = "memAttr " + std::to_string(attr);
+    rows.push_back({"aclrtMallocPhysical", n, [=] { return malloc_physical(k2M, with_attr(attr)); }, kInvalidParam});
+    rows.push_back({"aclrtMemGetAllocationGranularity", n, [=] { return granularity(with_attr(attr)); }, kInvalidParam});
+  }
+  for (int type : {9, -1, 1000}) {
+    const std::string n = "location type " + std::to_string(type);
+    rows.push_back({"aclrtMallocPhysical", n, [=] {
+      aclrtPhysicalMemProp p = device_prop();
+      std::memcpy(&p.location.type, &type, sizeof type);
+      return malloc_physical(k2M, p);
+    }, kRtParam});
+    rows.push_back({"aclrtMemSetAccess", n, [=] { return set_access(w.va, k2M, desc_raw(3, 0, type)); }, kRtParam});
+    rows.push_back({"aclrtMemGetAccess", n, [=] {
+      aclrtMemLocation loc{0, ACL_MEM_LOCATION_TYPE_DEVICE};
+      std::memcpy(&loc.type, &type, sizeof type);
+      uint64_t f = 0;
+      return aclrtMemGetAccess(w.va, &loc, &f);
+    }, kRtParam});
+  }
+  for (int flags : {int(0x80000000u), 4, -1}) {
+    rows.push_back({"aclrtMemSetAccess", "flags " + std::to_string(flags), [=] { return set_access(w.va, k2M, desc_raw(flags, 0, ACL_MEM_LOCATION_TYPE_DEVICE)); }, kRtParam});
+  }
+  run_rows(rows);
 }
 
 // Every exported function of symbols.txt, aclrtMallocAlign32 and the aclvmm extensions has rows.
@@ -388,7 +431,11 @@ class RobustnessA3Test : public AclTest {
   }
   void TearDown() override {
     AclTest::TearDown();
-    if (had_) setenv("ACLVMM_SOC", old_.c_str(), 1); else unsetenv("ACLVMM_SOC");
+    if (had_) {
+      setenv("ACLVMM_SOC", old_.c_str(), 1);
+    } else {
+      unsetenv("ACLVMM_SOC");
+    }
   }
   bool had_ = false;
   std::string old_;

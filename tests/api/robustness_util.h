@@ -153,10 +153,27 @@ class RobustnessBase : public AclTest {
     }
   }
 
+  // One row per host address the CPU cannot touch (memcpy / memset must answer 507899 instead
+  // of crashing): forged values without the stack object, an unmapped page, a PROT_NONE page.
+  void add_bad_host(std::vector<Row>& rows, const std::string& api, const std::string& what,
+                    aclError expected, const std::function<aclError(void*)>& call) {
+    const Forged bad[] = {{"0x10", reinterpret_cast<void*>(0x10)},
+                          {"0x1234", reinterpret_cast<void*>(0x1234)},
+                          {"0xdeadbeef00", reinterpret_cast<void*>(0xdeadbeef00ull)},
+                          {"~0-7", reinterpret_cast<void*>(~0ull - 7)},
+                          {"unmapped page", w.unmapped_host},
+                          {"PROT_NONE page", w.prot_none}};
+    for (const Forged& f : bad) {
+      void* v = f.value;
+      rows.push_back({api, what + " " + f.label, [call, v] { return call(v); }, expected});
+    }
+  }
+
   static void run_rows(const std::vector<Row>& rows) {
     for (const Row& r : rows) {
       SCOPED_TRACE(r.api + ": " + r.name);
       const LiveCounts before = live_counts();
+      ASSERT_EQ(before.count("live.physical_handles"), 1u) << "statistics unreadable";
       (void)aclGetRecentErrMsg();
       const aclError got = r.call();
       if (r.alt != kNoCode && got == r.alt) {

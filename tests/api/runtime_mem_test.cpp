@@ -99,17 +99,19 @@ TEST_F(RuntimeMemInfo, PerDeviceAccounting) {
 TEST_F(RuntimeMemInfo, MallocLowersFree) {
   struct Case {
     size_t size;
+    aclrtMemMallocPolicy policy;
     size_t charged;
   } cases[] = {
-      {k2M, round_up(k2M + 32, k2M)},
-      {3 * kMiB + 5, round_up(round_up(3 * kMiB + 5, 32) + 32, k2M)},
-      {64 * kMiB - 64, 64 * kMiB},
+      {k2M, ACL_MEM_MALLOC_HUGE_ONLY, round_up(k2M + 32, k2M)},
+      {3 * kMiB + 5, ACL_MEM_MALLOC_HUGE_ONLY, round_up(round_up(3 * kMiB + 5, 32) + 32, k2M)},
+      {64 * kMiB - 64, ACL_MEM_MALLOC_HUGE_ONLY, 64 * kMiB},
+      {kGiB, ACL_MEM_MALLOC_HUGE1G_ONLY, kGiB},  // §13: no padding for HUGE1G policies
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.size);
     const size_t before = free_of(ACL_HBM_MEM);
     void* p = nullptr;
-    ASSERT_EQ(aclrtMalloc(&p, c.size, ACL_MEM_MALLOC_HUGE_ONLY), ACL_SUCCESS);
+    ASSERT_EQ(aclrtMalloc(&p, c.size, c.policy), ACL_SUCCESS);
     for (aclrtMemAttr a : kHbmAttrs) EXPECT_EQ(before - free_of(a), c.charged);
     EXPECT_EQ(aclrtFree(p), ACL_SUCCESS);
     EXPECT_EQ(free_of(ACL_HBM_MEM), before);
@@ -243,6 +245,21 @@ TEST_F(RuntimeMalloc, InvalidArguments) {
   EXPECT_EQ(aclrtReleaseMemAddress(va), ACL_SUCCESS);
   EXPECT_EQ(aclrtFree(dev), ACL_SUCCESS);
   EXPECT_EQ(aclrtFreeHost(host), ACL_SUCCESS);
+}
+
+// §13: unknown policy values fall back to the default policy.
+TEST_F(RuntimeMalloc, UnknownPolicyFallsBackToDefault) {
+  for (int policy : {0x7f, 0x1234, 0x40000000}) {
+    SCOPED_TRACE(policy);
+    void* p = nullptr;
+    ASSERT_EQ(aclrtMalloc(&p, 5000, static_cast<aclrtMemMallocPolicy>(policy)), ACL_SUCCESS);
+    ASSERT_NE(p, nullptr);
+    EXPECT_EQ(aclrtMemset(p, 5000, 0x6b, 5000), ACL_SUCCESS);
+    std::string back(5000, '\0');
+    EXPECT_EQ(aclrtMemcpy(&back[0], 5000, p, 5000, ACL_MEMCPY_DEVICE_TO_HOST), ACL_SUCCESS);
+    EXPECT_EQ(back, std::string(5000, '\x6b'));
+    EXPECT_EQ(aclrtFree(p), ACL_SUCCESS);
+  }
 }
 
 TEST_F(RuntimeMalloc, HostMemoryIsCpuAccessible) {

@@ -166,7 +166,9 @@ inline Json stats() {
   const char* text = aclvmmStatsJson();
   Json j;
   EXPECT_NE(text, nullptr);
-  if (text) EXPECT_TRUE(parse_json(text, &j)) << text;
+  if (text) {
+    EXPECT_TRUE(parse_json(text, &j)) << text;
+  }
   return j;
 }
 
