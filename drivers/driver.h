@@ -39,6 +39,42 @@ struct PhysicalRequest {
   bool huge_1g = false;     // informational: the backend may choose its page size
 };
 
+// Who is on the other end of a connection, as the kernel reports it (never what the peer says).
+struct PeerInfo {
+  int pid = 0;               // in this process's pid namespace
+  unsigned uid = 0;
+  uint64_t start_time = 0;   // process start, in the units of Backend::share_clock()
+};
+
+// How processes find each other to share memory: no daemon; every exported token is a listening
+// endpoint of the exporting process, named by its 32-bit share id, so the kernel guarantees
+// uniqueness among live tokens and the endpoint vanishes with the process. Connections carry small
+// fixed-size messages and at most one file descriptor each.
+class ShareTransport {
+ public:
+  virtual ~ShareTransport() = default;
+  // -EADDRINUSE when another live endpoint has this id.
+  virtual int listen(uint32_t share_id, int* fd) = 0;
+  // -ECONNREFUSED / -ENOENT when nobody serves the id; waits at most timeout_ms.
+  virtual int connect(uint32_t share_id, int timeout_ms, int* fd) = 0;
+  virtual int accept(int listen_fd, int* conn, PeerInfo* peer) = 0;
+  // Sends one message, with `pass_fd` attached unless it is -1.
+  virtual int send(int fd, const void* msg, size_t n, int pass_fd) = 0;
+  // Receives one message of at most n bytes within timeout_ms (-ETIMEDOUT); *got_fd is the
+  // attached descriptor or -1. Returns the message length or -errno; 0 when the peer closed.
+  virtual int recv(int fd, void* msg, size_t n, int* got_fd, int timeout_ms) = 0;
+  // Waits until one of `fds` is readable or timeout_ms passes; sets ready[i] per fd.
+  virtual int poll(const int* fds, bool* ready, size_t count, int timeout_ms) = 0;
+  virtual void close(int fd) = 0;
+  // Start time of process `pid` (same units as PeerInfo::start_time), or 0 if it is gone.
+  virtual uint64_t process_start_time(int pid) = 0;
+  // The current time in those units: a whitelist entry stamped now predates every process that
+  // starts later.
+  virtual uint64_t share_clock() = 0;
+  // A random 32-bit value for new share ids.
+  virtual uint32_t random_u32() = 0;
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -67,6 +103,9 @@ class Backend {
   // CPU copies on process memory that report a bad pointer as -EFAULT instead of crashing.
   virtual int host_copy(void* dst, const void* src, size_t n) = 0;
   virtual int host_fill(void* dst, uint8_t value, size_t n) = 0;
+
+  // The inter-process transport for sharing memory.
+  virtual ShareTransport& share_transport() = 0;
 
   // Host facts.
   virtual uint64_t host_memory_total() = 0;

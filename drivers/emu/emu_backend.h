@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "drivers/driver.h"
+#include "drivers/emu/share_transport.h"
 
 namespace aclvmm::drv::emu {
 
@@ -28,10 +29,15 @@ class EmuBackend final : public Backend {
   int host_copy(void* dst, const void* src, size_t n) override;
   int host_fill(void* dst, uint8_t value, size_t n) override;
 
+  ShareTransport& share_transport() override { return share_transport_; }
+
   uint64_t host_memory_total() override;
   uint64_t host_memory_free() override;
   int numa_node_count() override;
   size_t host_page_size() override;
+
+ private:
+  UnixShareTransport share_transport_;
 };
 
 }  // namespace aclvmm::drv::emu

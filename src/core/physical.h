@@ -61,6 +61,7 @@ struct PhysicalAllocation {
   uint64_t size = 0;         // rounded size
   uint32_t link = 0xffffffffu;  // map route set by aclrtMemMapSetLink (none yet)
   bool imported = false;
+  int reported_device = -1;  // imported: the exporter's device, which property queries report
   const char* created_by = "";
   std::shared_ptr<drv::PhysicalMemory> memory;
   std::unique_ptr<Charge> charge;

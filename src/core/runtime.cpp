@@ -48,6 +48,7 @@ Status Runtime::start_locked() {
     backend_ = drv::create_backend(cfg->driver);
     if (!backend_) return Error(kAclInvalidParam, "no driver backend called " + cfg->driver);
     ACLVMM_RETURN_IF_ERROR(space_.claim_windows(backend_.get()));
+    sharing_.attach(&backend_->share_transport());
     std::atexit(at_exit);
   }
   config_ = std::move(*cfg);
@@ -107,6 +108,11 @@ Status Runtime::finalize() {
 void Runtime::teardown(const char* why) {
   std::lock_guard<std::recursive_mutex> lock(mu_);
   if (!started_.load()) return;
+  // Exports end first so that no importer is served from memory being torn down.
+  if (size_t n = sharing_.live_exports()) {
+    ACLVMM_LOG_WARN("RUNTIME", "{}: ending {} export(s) still open", why, n);
+  }
+  sharing_.shutdown();
   for (auto& [token, stream] : streams_.snapshot()) {
     stream->abort();
     streams_.remove(token);
@@ -348,6 +354,12 @@ Status Runtime::enable_peer(int peer_physical, bool enable) {
     peer_masks_[*dev].fetch_and(~bit);
   }
   return Status::Ok();
+}
+
+void Runtime::enable_peer_pair(int a, int b) {
+  if (a < 0 || b < 0 || a >= kMaxDevices || b >= kMaxDevices) return;
+  peer_masks_[a].fetch_or(1ull << b);
+  peer_masks_[b].fetch_or(1ull << a);
 }
 
 }  // namespace aclvmm

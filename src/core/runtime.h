@@ -18,6 +18,7 @@
 #include "core/config.h"
 #include "core/handle_table.h"
 #include "core/physical.h"
+#include "core/share_service.h"
 #include "core/status.h"
 #include "core/stream.h"
 #include "drivers/driver.h"
@@ -42,10 +43,6 @@ struct Device {
 
 inline constexpr int kMaxDevices = 64;
 
-struct Counters {
-  std::atomic<uint64_t> imports_denied{0};
-};
-
 class Runtime {
  public:
   static Runtime& get();
@@ -63,7 +60,7 @@ class Runtime {
   HandleTable<PhysicalAllocation>& physical() { return physical_; }
   HandleTable<Context>& contexts() { return contexts_; }
   HandleTable<Stream>& streams() { return streams_; }
-  Counters& counters() { return counters_; }
+  ShareService& sharing() { return sharing_; }
   bool quirks() const { return config_.quirks_vendor; }
 
   // Devices. User ids are what the application sees (after ASCEND_RT_VISIBLE_DEVICES); physical
@@ -96,6 +93,8 @@ class Runtime {
   Status synchronize_device();
 
   Status enable_peer(int peer_physical, bool enable);
+  // Opens peer access between two devices in both directions (import onto another device).
+  void enable_peer_pair(int a, int b);
 
  private:
   Runtime() = default;
@@ -117,7 +116,7 @@ class Runtime {
   HandleTable<PhysicalAllocation> physical_{0x7a11};
   HandleTable<Context> contexts_{0xc0c1};
   HandleTable<Stream> streams_{0x57e4};
-  Counters counters_;
+  ShareService sharing_;
 };
 
 }  // namespace aclvmm

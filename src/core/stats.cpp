@@ -34,7 +34,7 @@ std::string stats_json(bool start) {
   return fmt::format(
       "{{\"soc\": {}, \"family\": {}, \"driver\": {}, \"devices\": [{}], "
       "\"live\": {{\"physical_handles\": {}, \"reservations\": {}, \"mappings\": {}, "
-      "\"exports\": 0, \"imports\": 0, \"managed_allocations\": 0, \"device_allocations\": {}, "
+      "\"exports\": {}, \"imports\": {}, \"managed_allocations\": 0, \"device_allocations\": {}, "
       "\"host_allocations\": {}}}, "
       "\"managed\": {{\"fault_tracking\": false, \"host_faults\": 0, \"device_faults\": 0, "
       "\"bytes_to_device\": 0, \"bytes_to_host\": 0, \"evictions\": 0, \"prefetch_bytes\": 0}}, "
@@ -42,8 +42,9 @@ std::string stats_json(bool start) {
       quoted(cfg.product.soc), quoted(cfg.product.family_name()), quoted(cfg.driver), devices,
       rt.physical().size(),
       space.region_count(RegionKind::kReservation) + space.region_count(RegionKind::kNoUcReservation),
-      space.mapping_count(), space.region_count(RegionKind::kDeviceMalloc),
-      space.region_count(RegionKind::kHostPinned), rt.counters().imports_denied.load());
+      space.mapping_count(), rt.sharing().live_exports(), rt.sharing().live_imports(),
+      space.region_count(RegionKind::kDeviceMalloc), space.region_count(RegionKind::kHostPinned),
+      rt.sharing().denied());
 }
 
 void write_stats_file_at_exit() {

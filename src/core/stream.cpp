@@ -1,6 +1,11 @@
 #include "core/stream.h"
 
+#include <unistd.h>
+
 namespace aclvmm {
+
+Stream::Stream(int device, uint64_t context)
+    : device_(device), context_(context), owner_pid_(getpid()) {}
 
 Stream::~Stream() { abort(); }
 
@@ -8,6 +13,12 @@ void Stream::enqueue(Task task) {
   std::lock_guard<std::mutex> lock(mu_);
   if (stop_) return;
   queue_.push_back(std::move(task));
+  if (worker_.joinable() && owner_pid_ != getpid()) {
+    // Forked child: the inherited worker does not run here; start this process's own.
+    new std::thread(std::move(worker_));  // leaked on purpose, see abort()
+    running_ = false;
+    owner_pid_ = getpid();
+  }
   if (!worker_.joinable()) worker_ = std::thread([this] { run(); });
   cv_.notify_one();
 }
@@ -29,7 +40,15 @@ void Stream::abort() {
     worker = std::move(worker_);
     cv_.notify_all();
   }
-  if (worker.joinable()) worker.join();
+  if (worker.joinable()) {
+    if (owner_pid_ == getpid()) {
+      worker.join();
+    } else {
+      // Forked child: the worker thread exists only in the parent. Destroying a joinable
+      // std::thread would terminate the process, so the object is deliberately leaked.
+      new std::thread(std::move(worker));
+    }
+  }
   std::lock_guard<std::mutex> lock(mu_);
   idle_cv_.notify_all();
 }

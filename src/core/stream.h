@@ -11,6 +11,8 @@
 #include <mutex>
 #include <thread>
 
+#include <sys/types.h>
+
 #include "core/status.h"
 
 namespace aclvmm {
@@ -19,7 +21,7 @@ class Stream {
  public:
   using Task = std::function<Status()>;
 
-  Stream(int device, uint64_t context) : device_(device), context_(context) {}
+  Stream(int device, uint64_t context);
   ~Stream();
   Stream(const Stream&) = delete;
   Stream& operator=(const Stream&) = delete;
@@ -45,6 +47,7 @@ class Stream {
   bool stop_ = false;
   Status first_error_;
   std::thread worker_;
+  pid_t owner_pid_;  // a forked child inherits the object but not the worker thread
 };
 
 }  // namespace aclvmm

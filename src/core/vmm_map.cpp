@@ -72,12 +72,15 @@ Status unmap(uint64_t va) {
   if (!m.ok()) return m.status();
   auto& table = rt.physical();
   std::shared_ptr<PhysicalAllocation> doomed;
-  std::lock_guard<std::mutex> lock(table.mutex());
-  auto phys = table.find_locked(m->handle);
-  if (phys) {
-    --phys->map_ref;
-    if (--phys->ref == 0) doomed = table.remove_locked(m->handle);
+  {
+    std::lock_guard<std::mutex> lock(table.mutex());
+    auto phys = table.find_locked(m->handle);
+    if (phys) {
+      --phys->map_ref;
+      if (--phys->ref == 0) doomed = table.remove_locked(m->handle);
+    }
   }
+  if (doomed) rt.sharing().forget_handle(m->handle);
   return Status::Ok();
 }
 

@@ -120,6 +120,7 @@ Status free_physical(uint64_t handle) {
     }
     doomed = table.remove_locked(handle);
   }
+  Runtime::get().sharing().forget_handle(handle);
   return Status::Ok();
 }
 
@@ -128,7 +129,7 @@ StatusOr<PhysicalSpec> properties(uint64_t handle) {
   if (!phys) return bad_handle();
   PhysicalSpec spec;
   spec.side = phys->side;
-  spec.device = phys->device;
+  spec.device = phys->reported_device >= 0 ? phys->reported_device : phys->device;
   spec.page_type = phys->page_type;
   spec.mem_type = phys->mem_type;
   spec.reserve = phys->reserve;

@@ -1,146 +1,44 @@
 // Who may touch which bytes from the host CPU (emulation.md §4; behavior.md §8 and the decisions
 // table; clients.md A3, A8). Every dereference that may fault runs in a forked child; the parent
 // only makes API calls and checks bytes through aclrtMemcpy.
-#include <signal.h>
-
 #include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
 
+#include "api/test_env.h"
 #include "api/test_util.h"
 
 namespace {
 
 using namespace aclvmm_test;
 
-constexpr aclError kOk = 0;
-constexpr int kNone = ACL_RT_MEM_ACCESS_FLAGS_NONE;
-constexpr int kRead = ACL_RT_MEM_ACCESS_FLAGS_READ;
-constexpr int kRW = ACL_RT_MEM_ACCESS_FLAGS_READWRITE;
 constexpr size_t kN = 64 * 1024;
 
-char* at(void* base, size_t off) { return static_cast<char*>(base) + off; }
-
-aclrtMemLocation host() {
-  aclrtMemLocation l{};
-  l.type = ACL_MEM_LOCATION_TYPE_HOST;
-  return l;
-}
-aclrtMemLocation dev(uint32_t id) {
-  aclrtMemLocation l{};
-  l.id = id;
-  l.type = ACL_MEM_LOCATION_TYPE_DEVICE;
-  return l;
-}
-aclrtMemAccessDesc desc(int flags, aclrtMemLocation l) {
-  aclrtMemAccessDesc d{};
-  d.flags = static_cast<aclrtMemAccessFlags>(flags);
-  d.location = l;
-  return d;
-}
-aclError set_host(void* va, size_t size, int flags) {
-  aclrtMemAccessDesc d = desc(flags, host());
-  return aclrtMemSetAccess(va, size, &d, 1);
-}
-
-aclError put(void* va, const std::string& s) {
-  return aclrtMemcpy(va, s.size(), s.data(), s.size(), ACL_MEMCPY_HOST_TO_DEVICE);
-}
-std::string get(const void* va, size_t n) {
-  std::string out(n, '\0');
-  EXPECT_EQ(aclrtMemcpy(out.data(), n, va, n, ACL_MEMCPY_DEVICE_TO_HOST), kOk);
-  return out;
-}
-
-// In the child: a fault must kill the process with the signal, even under a sanitizer that
-// installed its own SIGSEGV handler.
-void default_fault_handlers() {
-  struct sigaction sa {};
-  sa.sa_handler = SIG_DFL;
-  sigemptyset(&sa.sa_mask);
-  sigaction(SIGSEGV, &sa, nullptr);
-  sigaction(SIGBUS, &sa, nullptr);
-}
+aclError set_host(void* va, size_t size, int flags) { return set1(va, size, flags, host()); }
 
 // The CPU reads `want.size()` bytes at p in a child: exit 0 when they equal `want`, 1 otherwise.
 ChildResult cpu_read(const void* p, const std::string& want) {
-  return run_in_child([&] {
-    default_fault_handlers();
-    return std::memcmp(p, want.data(), want.size()) == 0 ? 0 : 1;
-  });
+  return run_cpu_access([&] { return std::memcmp(p, want.data(), want.size()) == 0 ? 0 : 1; });
 }
 // The CPU writes `data` at p in a child (MAP_SHARED memory: the parent sees the bytes).
 ChildResult cpu_write(void* p, const std::string& data) {
-  return run_in_child([&] {
-    default_fault_handlers();
+  return run_cpu_access([&] {
     volatile char* v = static_cast<volatile char*>(p);
     for (size_t i = 0; i < data.size(); ++i) v[i] = data[i];
     return 0;
   });
 }
 
-#define EXPECT_CPU_OK(r)            \
-  do {                              \
-    ChildResult r_ = (r);           \
-    EXPECT_EQ(r_.signal, 0);        \
-    EXPECT_EQ(r_.exit_code, 0);     \
-  } while (0)
-#define EXPECT_CPU_FAULT(r) EXPECT_EQ((r).signal, SIGSEGV)
-
-// Restarts the fixture's runtime with one environment variable set (read at start-up) and
-// restarts it again with the previous environment on destruction.
-class ScopedEnvRuntime {
- public:
-  ScopedEnvRuntime(const char* name, const char* value) : name_(name) {
-    aclrtResetDeviceForce(0);
-    EXPECT_EQ(aclFinalize(), kOk);
-    const char* old = getenv(name);
-    had_ = old != nullptr;
-    if (had_) old_ = old;
-    setenv(name, value, 1);
-    init_rc_ = aclInit(nullptr);
-    device_rc_ = aclrtSetDevice(0);
-  }
-  ~ScopedEnvRuntime() {
-    aclrtResetDeviceForce(0);
-    EXPECT_EQ(aclFinalize(), kOk);
-    if (had_) {
-      setenv(name_.c_str(), old_.c_str(), 1);
-    } else {
-      unsetenv(name_.c_str());
-    }
-    EXPECT_EQ(aclInit(nullptr), kOk);
-    EXPECT_EQ(aclrtSetDevice(0), kOk);
-  }
-  bool ok() const { return init_rc_ == kOk && device_rc_ == kOk; }
-
- private:
-  std::string name_, old_;
-  bool had_ = false;
-  aclError init_rc_ = -1, device_rc_ = -1;
-};
-
-// A 2 MiB device-0 mapping whose first kN bytes hold `bytes_` (written by H2D).
-class AccessCpuTest : public AclTest {
+// The 2 MiB device-0 mapping of MappedTest; its first kN bytes hold `bytes_` (written by H2D).
+class AccessCpuTest : public MappedTest {
  protected:
   void SetUp() override {
-    AclTest::SetUp();
+    MappedTest::SetUp();
     if (HasFatalFailure()) return;
-    va_ = reserve(k2M);
-    h_ = make_handle();
-    ASSERT_EQ(aclrtMapMem(va_, k2M, 0, h_, 0), kOk);
     bytes_ = pattern(kN, 11);
     ASSERT_EQ(put(va_, bytes_), kOk);
   }
-  void TearDown() override {
-    aclrtUnmapMem(va_);
-    aclrtFreePhysical(h_);
-    aclrtReleaseMemAddress(va_);
-    AclTest::TearDown();
-  }
-  void* va_ = nullptr;
-  aclrtDrvMemHandle h_ = nullptr;
   std::string bytes_;
 };
 
@@ -163,7 +61,7 @@ TEST_F(AccessCpuTest, PlainDeviceMappingFaults) {
   for (const Row& r : rows) {
     SCOPED_TRACE(r.name);
     void* p = at(va_, r.offset);
-    EXPECT_CPU_FAULT(r.write ? cpu_write(p, "x") : cpu_read(p, "x"));
+    EXPECT_CHILD_FAULT(r.write ? cpu_write(p, "x") : cpu_read(p, "x"));
   }
   EXPECT_EQ(get(va_, kN), bytes_);
   // Device 0 still owns it (the fault is the CPU's, not a change of rights).
@@ -195,25 +93,25 @@ TEST_F(AccessCpuTest, HostGrantsDecideCpuAccess) {
     ASSERT_EQ(set_host(va_, k2M, s.flags), kOk);
     // What device 0 wrote is what the CPU reads.
     if (s.read_ok) {
-      EXPECT_CPU_OK(cpu_read(va_, bytes_));
-      EXPECT_CPU_OK(cpu_read(at(va_, k2M - 1), std::string(1, '\0')));
+      EXPECT_CHILD_OK(cpu_read(va_, bytes_));
+      EXPECT_CHILD_OK(cpu_read(at(va_, k2M - 1), std::string(1, '\0')));
     } else {
-      EXPECT_CPU_FAULT(cpu_read(va_, bytes_));
+      EXPECT_CHILD_FAULT(cpu_read(va_, bytes_));
     }
     // What the CPU writes is what device 0 reads back.
     const std::string next = pattern(kN, ++seed);
     if (s.write_ok) {
-      EXPECT_CPU_OK(cpu_write(va_, next));
+      EXPECT_CHILD_OK(cpu_write(va_, next));
       bytes_ = next;
     } else {
-      EXPECT_CPU_FAULT(cpu_write(va_, next));
+      EXPECT_CHILD_FAULT(cpu_write(va_, next));
     }
     EXPECT_EQ(get(va_, kN), bytes_);
     // And device writes stay visible to the CPU.
     const std::string dev_bytes = pattern(kN, ++seed);
     ASSERT_EQ(put(va_, dev_bytes), kOk);
     bytes_ = dev_bytes;
-    if (s.read_ok) EXPECT_CPU_OK(cpu_read(va_, bytes_));
+    if (s.read_ok) EXPECT_CHILD_OK(cpu_read(va_, bytes_));
   }
 }
 
@@ -221,19 +119,19 @@ TEST_F(AccessCpuTest, HostGrantsDecideCpuAccess) {
 TEST_F(AccessCpuTest, HostGrantInsideSeveralDescriptors) {
   aclrtMemAccessDesc d[2] = {desc(kRW, dev(1)), desc(kRead, host())};
   ASSERT_EQ(aclrtMemSetAccess(va_, k2M, d, 2), kOk);
-  EXPECT_CPU_OK(cpu_read(va_, bytes_));
-  EXPECT_CPU_FAULT(cpu_write(va_, "y"));
+  EXPECT_CHILD_OK(cpu_read(va_, bytes_));
+  EXPECT_CHILD_FAULT(cpu_write(va_, "y"));
 }
 
 // A HOST grant belongs to its mapping: after unmap the VA faults, and a new mapping at the same
 // VA is device-only again.
 TEST_F(AccessCpuTest, UnmapEndsCpuAccess) {
   ASSERT_EQ(set_host(va_, k2M, kRW), kOk);
-  EXPECT_CPU_OK(cpu_read(va_, bytes_));
+  EXPECT_CHILD_OK(cpu_read(va_, bytes_));
   ASSERT_EQ(aclrtUnmapMem(va_), kOk);
-  EXPECT_CPU_FAULT(cpu_read(va_, bytes_));
+  EXPECT_CHILD_FAULT(cpu_read(va_, bytes_));
   ASSERT_EQ(aclrtMapMem(va_, k2M, 0, h_, 0), kOk);
-  EXPECT_CPU_FAULT(cpu_read(va_, bytes_));
+  EXPECT_CHILD_FAULT(cpu_read(va_, bytes_));
   EXPECT_EQ(get(va_, kN), bytes_);  // same physical memory, same bytes
 }
 
@@ -242,8 +140,8 @@ TEST_F(AccessCpuTest, MallocMemoryFaults) {
   void* p = nullptr;
   ASSERT_EQ(aclrtMalloc(&p, kN, ACL_MEM_MALLOC_HUGE_FIRST), kOk);
   ASSERT_EQ(put(p, bytes_), kOk);
-  EXPECT_CPU_FAULT(cpu_read(p, bytes_));
-  EXPECT_CPU_FAULT(cpu_write(p, "z"));
+  EXPECT_CHILD_FAULT(cpu_read(p, bytes_));
+  EXPECT_CHILD_FAULT(cpu_write(p, "z"));
   EXPECT_EQ(get(p, kN), bytes_);
   EXPECT_EQ(aclrtFree(p), kOk);
 }
@@ -253,11 +151,11 @@ TEST_F(AccessCpuHostMemoryTest, MallocHostIsCpuAccessible) {
   void* p = nullptr;
   ASSERT_EQ(aclrtMallocHost(&p, kN), kOk);
   const std::string in = pattern(kN, 12);
-  EXPECT_CPU_OK(cpu_write(p, in));
+  EXPECT_CHILD_OK(cpu_write(p, in));
   EXPECT_EQ(get(p, kN), in);
   const std::string next = pattern(kN, 13);
   ASSERT_EQ(put(p, next), kOk);
-  EXPECT_CPU_OK(cpu_read(p, next));
+  EXPECT_CHILD_OK(cpu_read(p, next));
   EXPECT_EQ(aclrtFreeHost(p), kOk);
 }
 
@@ -273,13 +171,13 @@ TEST_F(AccessCpuHostMemoryTest, HostPhysicalMemoryIsCpuAccessibleAfterMap) {
     ASSERT_EQ(aclrtMallocPhysical(&h, k2M, &prop, 0), kOk);
     void* va = reserve(k2M);
     ASSERT_EQ(aclrtMapMem(va, k2M, 0, h, 0), kOk);
-    EXPECT_CPU_OK(cpu_read(va, std::string(kN, '\0')));  // fresh memory reads as zeros
+    EXPECT_CHILD_OK(cpu_read(va, std::string(kN, '\0')));  // fresh memory reads as zeros
     const std::string in = pattern(kN, ++seed);
-    EXPECT_CPU_OK(cpu_write(at(va, k2M - kN), in));
+    EXPECT_CHILD_OK(cpu_write(at(va, k2M - kN), in));
     EXPECT_EQ(get(at(va, k2M - kN), kN), in);
     const std::string next = pattern(kN, ++seed);
     ASSERT_EQ(put(va, next), kOk);
-    EXPECT_CPU_OK(cpu_read(va, next));
+    EXPECT_CHILD_OK(cpu_read(va, next));
     EXPECT_EQ(aclrtUnmapMem(va), kOk);
     EXPECT_EQ(aclrtFreePhysical(h), kOk);
     EXPECT_EQ(aclrtReleaseMemAddress(va), kOk);
@@ -301,9 +199,9 @@ TEST_F(AccessCpuOpenTest, HostAccessOpenMakesDeviceMemoryCpuAccessible) {
     SCOPED_TRACE(mem == va ? "VMM mapping" : "aclrtMalloc");
     const std::string in = pattern(kN, ++seed);
     ASSERT_EQ(put(mem, in), kOk);
-    EXPECT_CPU_OK(cpu_read(mem, in));
+    EXPECT_CHILD_OK(cpu_read(mem, in));
     const std::string next = pattern(kN, ++seed);
-    EXPECT_CPU_OK(cpu_write(mem, next));
+    EXPECT_CHILD_OK(cpu_write(mem, next));
     EXPECT_EQ(get(mem, kN), next);
   }
   EXPECT_EQ(aclrtFree(p), kOk);
@@ -318,7 +216,7 @@ TEST_F(AccessCpuOpenTest, StrictIsTheDefaultAgainAfterRestart) {
   void* va = reserve(k2M);
   aclrtDrvMemHandle h = make_handle();
   ASSERT_EQ(aclrtMapMem(va, k2M, 0, h, 0), kOk);
-  EXPECT_CPU_FAULT(cpu_read(va, std::string(1, '\0')));
+  EXPECT_CHILD_FAULT(cpu_read(va, std::string(1, '\0')));
   EXPECT_EQ(aclrtUnmapMem(va), kOk);
   EXPECT_EQ(aclrtFreePhysical(h), kOk);
   EXPECT_EQ(aclrtReleaseMemAddress(va), kOk);

@@ -8,119 +8,49 @@
 #include <string>
 #include <vector>
 
+#include "api/test_env.h"
 #include "api/test_util.h"
 
 namespace {
 
 using namespace aclvmm_test;
 
-constexpr aclError kOk = 0;
-constexpr aclError kDrv = 507899;  // ACL_ERROR_RT_DRV_INTERNAL_ERROR
-
-constexpr int kNone = ACL_RT_MEM_ACCESS_FLAGS_NONE;
-constexpr int kRead = ACL_RT_MEM_ACCESS_FLAGS_READ;
-constexpr int kRW = ACL_RT_MEM_ACCESS_FLAGS_READWRITE;
 constexpr size_t kN = 64 * 1024;  // bytes moved by each copy
 
-aclrtMemLocation dev(uint32_t id) {
-  aclrtMemLocation l{};
-  l.id = id;
-  l.type = ACL_MEM_LOCATION_TYPE_DEVICE;
-  return l;
-}
-
-aclError set1(void* va, size_t size, int flags, aclrtMemLocation l) {
-  aclrtMemAccessDesc d{};
-  d.flags = static_cast<aclrtMemAccessFlags>(flags);
-  d.location = l;
-  return aclrtMemSetAccess(va, size, &d, 1);
-}
-
-int access_of(void* va, aclrtMemLocation l) {
-  uint64_t flags = 0xdeadbeef;
-  EXPECT_EQ(aclrtMemGetAccess(va, &l, &flags), kOk);
-  return static_cast<int>(flags);
-}
-
-// Device operations executed on `device` (aclrtSetDevice on this thread); device 0 is current
-// again afterwards.
-aclError read_on(int device, const void* src, std::string* out) {
+// Runs `op` with `device` current on this thread; device 0 is current again afterwards.
+aclError on_device(int device, const std::function<aclError()>& op) {
   EXPECT_EQ(aclrtSetDevice(device), kOk);
-  out->assign(kN, '\0');
-  aclError rc = aclrtMemcpy(out->data(), kN, src, kN, ACL_MEMCPY_DEVICE_TO_HOST);
+  const aclError rc = op();
   EXPECT_EQ(aclrtSetDevice(0), kOk);
   return rc;
+}
+// Copies and sets of kN bytes executed on `device`.
+aclError read_on(int device, const void* src, std::string* out) {
+  out->assign(kN, '\0');
+  return on_device(device, [&] { return aclrtMemcpy(out->data(), kN, src, kN, ACL_MEMCPY_DEVICE_TO_HOST); });
 }
 aclError write_on(int device, void* dst, const std::string& in) {
-  EXPECT_EQ(aclrtSetDevice(device), kOk);
-  aclError rc = aclrtMemcpy(dst, in.size(), in.data(), in.size(), ACL_MEMCPY_HOST_TO_DEVICE);
-  EXPECT_EQ(aclrtSetDevice(0), kOk);
-  return rc;
+  return on_device(device, [&] { return put(dst, in); });
 }
 aclError memset_on(int device, void* dst, int value) {
-  EXPECT_EQ(aclrtSetDevice(device), kOk);
-  aclError rc = aclrtMemset(dst, kN, value, kN);
-  EXPECT_EQ(aclrtSetDevice(0), kOk);
-  return rc;
+  return on_device(device, [&] { return aclrtMemset(dst, kN, value, kN); });
 }
 aclError d2d_on(int device, void* dst, const void* src) {
-  EXPECT_EQ(aclrtSetDevice(device), kOk);
-  aclError rc = aclrtMemcpy(dst, kN, src, kN, ACL_MEMCPY_DEVICE_TO_DEVICE);
-  EXPECT_EQ(aclrtSetDevice(0), kOk);
-  return rc;
+  return on_device(device, [&] { return aclrtMemcpy(dst, kN, src, kN, ACL_MEMCPY_DEVICE_TO_DEVICE); });
 }
 
-// Restarts the fixture's runtime with one environment variable set (read at start-up) and
-// restarts it again with the previous environment on destruction.
-class ScopedEnvRuntime {
- public:
-  ScopedEnvRuntime(const char* name, const char* value) : name_(name) {
-    aclrtResetDeviceForce(0);
-    EXPECT_EQ(aclFinalize(), kOk);
-    const char* old = getenv(name);
-    had_ = old != nullptr;
-    if (had_) old_ = old;
-    setenv(name, value, 1);
-    init_rc_ = aclInit(nullptr);
-    device_rc_ = aclrtSetDevice(0);
-  }
-  ~ScopedEnvRuntime() {
-    aclrtResetDeviceForce(0);
-    EXPECT_EQ(aclFinalize(), kOk);
-    if (had_) {
-      setenv(name_.c_str(), old_.c_str(), 1);
-    } else {
-      unsetenv(name_.c_str());
-    }
-    EXPECT_EQ(aclInit(nullptr), kOk);
-    EXPECT_EQ(aclrtSetDevice(0), kOk);
-  }
-  bool ok() const { return init_rc_ == kOk && device_rc_ == kOk; }
-
- private:
-  std::string name_, old_;
-  bool had_ = false;
-  aclError init_rc_ = -1, device_rc_ = -1;
-};
-
-// A 2 MiB device-0 mapping holding `bytes_` (written by device 0).
-class AccessDeviceTest : public AclTest {
+// The 2 MiB device-0 mapping of MappedTest, holding `bytes_` (written by device 0).
+class AccessDeviceTest : public MappedTest {
  protected:
   void SetUp() override {
-    AclTest::SetUp();
+    MappedTest::SetUp();
     if (HasFatalFailure()) return;
-    va_ = reserve(k2M);
-    h_ = make_handle();
-    ASSERT_EQ(aclrtMapMem(va_, k2M, 0, h_, 0), kOk);
     bytes_ = pattern(kN, 1);
     ASSERT_EQ(write_on(0, va_, bytes_), kOk);
   }
   void TearDown() override {
     aclrtResetDeviceForce(1);
-    aclrtUnmapMem(va_);
-    aclrtFreePhysical(h_);
-    aclrtReleaseMemAddress(va_);
-    AclTest::TearDown();
+    MappedTest::TearDown();
   }
   // What device 0 (the owner, READWRITE) sees.
   std::string contents() {
@@ -129,8 +59,6 @@ class AccessDeviceTest : public AclTest {
     return out;
   }
 
-  void* va_ = nullptr;
-  aclrtDrvMemHandle h_ = nullptr;
   std::string bytes_;
 };
 

@@ -7,85 +7,12 @@
 #include <string>
 #include <vector>
 
+#include "api/test_env.h"
 #include "api/test_util.h"
 
 namespace {
 
 using namespace aclvmm_test;
-
-constexpr aclError kOk = 0;
-constexpr aclError kParam = 100000;        // ACL_ERROR_INVALID_PARAM
-constexpr aclError kRtParam = 107000;      // ACL_ERROR_RT_PARAM_INVALID
-constexpr aclError kNotSupported = 207000; // ACL_ERROR_RT_FEATURE_NOT_SUPPORT
-constexpr aclError kDrv = 507899;          // ACL_ERROR_RT_DRV_INTERNAL_ERROR
-
-constexpr int kNone = ACL_RT_MEM_ACCESS_FLAGS_NONE;
-constexpr int kRead = ACL_RT_MEM_ACCESS_FLAGS_READ;
-constexpr int kRW = ACL_RT_MEM_ACCESS_FLAGS_READWRITE;
-
-char* at(void* base, size_t off) { return static_cast<char*>(base) + off; }
-
-aclrtMemLocation loc(aclrtMemLocationType type, uint32_t id) {
-  aclrtMemLocation l{};
-  l.id = id;
-  l.type = type;
-  return l;
-}
-aclrtMemLocation dev(uint32_t id) { return loc(ACL_MEM_LOCATION_TYPE_DEVICE, id); }
-aclrtMemLocation host() { return loc(ACL_MEM_LOCATION_TYPE_HOST, 0); }
-
-aclrtMemAccessDesc desc(int flags, aclrtMemLocation l) {
-  aclrtMemAccessDesc d{};
-  d.flags = static_cast<aclrtMemAccessFlags>(flags);
-  d.location = l;
-  return d;
-}
-
-// The flags aclrtMemGetAccess reports (or -1 with a test failure when the call fails).
-int access_of(void* va, aclrtMemLocation l) {
-  uint64_t flags = 0xdeadbeef;
-  aclError rc = aclrtMemGetAccess(va, &l, &flags);
-  EXPECT_EQ(rc, kOk) << "aclrtMemGetAccess failed";
-  return rc == kOk ? static_cast<int>(flags) : -1;
-}
-
-aclError set1(void* va, size_t size, int flags, aclrtMemLocation l) {
-  aclrtMemAccessDesc d = desc(flags, l);
-  return aclrtMemSetAccess(va, size, &d, 1);
-}
-
-// Restarts the fixture's runtime with one environment variable set (read at start-up) and
-// restarts it again with the previous environment on destruction.
-class ScopedEnvRuntime {
- public:
-  ScopedEnvRuntime(const char* name, const char* value) : name_(name) {
-    aclrtResetDeviceForce(0);
-    EXPECT_EQ(aclFinalize(), kOk);
-    const char* old = getenv(name);
-    had_ = old != nullptr;
-    if (had_) old_ = old;
-    setenv(name, value, 1);
-    init_rc_ = aclInit(nullptr);
-    device_rc_ = aclrtSetDevice(0);
-  }
-  ~ScopedEnvRuntime() {
-    aclrtResetDeviceForce(0);
-    EXPECT_EQ(aclFinalize(), kOk);
-    if (had_) {
-      setenv(name_.c_str(), old_.c_str(), 1);
-    } else {
-      unsetenv(name_.c_str());
-    }
-    EXPECT_EQ(aclInit(nullptr), kOk);
-    EXPECT_EQ(aclrtSetDevice(0), kOk);
-  }
-  bool ok() const { return init_rc_ == kOk && device_rc_ == kOk; }
-
- private:
-  std::string name_, old_;
-  bool had_ = false;
-  aclError init_rc_ = -1, device_rc_ = -1;
-};
 
 // An 8 MiB reservation holding two adjacent 2 MiB mappings of device-0 handles, A at base and B at
 // base + 2 MiB; [base + 4 MiB, base + 8 MiB) stays unmapped.
@@ -177,7 +104,7 @@ TEST_F(AccessSetTest, MisuseTable) {
        kRtParam},
       {"type 99",
        [this] {
-         return set1(a(), k2M, kRW, loc(static_cast<aclrtMemLocationType>(99), 0));
+         return set1(a(), k2M, kRW, loc(99, 0));
        },
        kRtParam},
       // Argument checks come before the range check.

@@ -3,6 +3,7 @@
 // selects them by that).
 #include <atomic>
 #include <cstring>
+#include <functional>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -13,8 +14,6 @@
 
 namespace aclvmm_test {
 namespace {
-
-void* at(void* p, size_t off) { return static_cast<char*>(p) + off; }
 
 // Collects the first few failures of worker threads (gtest assertions stay on the main thread).
 class Failures {
@@ -45,6 +44,13 @@ class Failures {
       (failures).add(std::string(#call) + " = " + std::to_string(got_) + ", want " + #want); \
     }                                                                                         \
   } while (0)
+
+// Runs worker(0) ... worker(n - 1) on n threads and waits for all of them.
+void run_threads(int n, const std::function<void(int)>& worker) {
+  std::vector<std::thread> threads;
+  for (int t = 0; t < n; ++t) threads.emplace_back(worker, t);
+  for (auto& t : threads) t.join();
+}
 
 class VmmConcurrencyTest : public AclTest {};
 
@@ -89,9 +95,7 @@ TEST_F(VmmConcurrencyTest, FullLifecycleOnFourThreads) {
       done.fetch_add(1);
     }
   };
-  std::vector<std::thread> threads;
-  for (int t = 0; t < kThreads; ++t) threads.emplace_back(worker, t);
-  for (auto& t : threads) t.join();
+  run_threads(kThreads, worker);
   EXPECT_EQ(failures.count(), 0) << failures.text();
   EXPECT_EQ(done.load(), kThreads * kIterations);
   const Json end = stats();
@@ -207,9 +211,7 @@ TEST_F(VmmConcurrencyTest, CurrentDeviceIsPerThread) {
       done.fetch_add(1);
     }
   };
-  std::vector<std::thread> threads;
-  for (int t = 0; t < kThreads; ++t) threads.emplace_back(worker, t);
-  for (auto& t : threads) t.join();
+  run_threads(kThreads, worker);
   EXPECT_EQ(failures.count(), 0) << failures.text();
   EXPECT_EQ(done.load(), kThreads * kIterations);
   int32_t mine = -1;

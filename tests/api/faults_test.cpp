@@ -7,17 +7,11 @@
 #include <vector>
 
 #include "api/stats_json_util.h"
+#include "api/test_env.h"
 #include "api/test_util.h"
 
 namespace aclvmm_test {
 namespace {
-
-void* at(void* p, size_t off) { return static_cast<char*>(p) + off; }
-
-std::string recent_error() {
-  const char* m = aclGetRecentErrMsg();
-  return m ? m : "";
-}
 
 class FaultInjectionTest : public AclTest {};
 
@@ -29,7 +23,7 @@ TEST_F(FaultInjectionTest, SecondMapMemFailsLeavesNoMappingThirdSucceeds) {
   const LiveCounts before = live_counts();
   (void)aclGetRecentErrMsg();
   EXPECT_EQ(aclrtMapMem(at(va, k2M), k2M, 0, h2, 0), 207001);  // second call
-  const std::string msg = recent_error();
+  const std::string msg = recent_msg();
   EXPECT_NE(msg.find("injected"), std::string::npos) << msg;
   EXPECT_NE(msg.find("aclrtMapMem"), std::string::npos) << msg;
   EXPECT_EQ(live_counts(), before);
@@ -92,13 +86,6 @@ void unmap_all(State& s) {
   EXPECT_EQ(aclrtUnmapMem(s.va), ACL_SUCCESS);
   EXPECT_EQ(aclrtFreePhysical(s.h), ACL_SUCCESS);
   EXPECT_EQ(aclrtReleaseMemAddress(s.va), ACL_SUCCESS);
-}
-aclrtMemAccessDesc host_rw() {
-  aclrtMemAccessDesc d{};
-  d.flags = ACL_RT_MEM_ACCESS_FLAGS_READWRITE;
-  d.location.type = ACL_MEM_LOCATION_TYPE_HOST;
-  d.location.id = 0;
-  return d;
 }
 std::string read_back(void* va) {
   std::string out(4096, '\x7f');
@@ -166,7 +153,7 @@ TEST_F(FaultInjectionScopeTest, EachScopedApiFailsOnceWithoutSideEffects) {
          EXPECT_EQ(aclrtReleaseMemAddress(s.va), ACL_SUCCESS);
        }},
       {"aclrtMemSetAccess", 207000, [this](State& s) { mapped(this, s, handle(), rsv()); },
-       [](State& s) { aclrtMemAccessDesc d = host_rw(); return aclrtMemSetAccess(s.va, k2M, &d, 1); },
+       [](State& s) { aclrtMemAccessDesc d = desc(kRW, host()); return aclrtMemSetAccess(s.va, k2M, &d, 1); },
        [](State& s) {
          aclrtMemLocation loc{0, ACL_MEM_LOCATION_TYPE_HOST};
          uint64_t f = 99;
@@ -205,7 +192,7 @@ TEST_F(FaultInjectionScopeTest, EachScopedApiFailsOnceWithoutSideEffects) {
     ASSERT_EQ(aclvmmInjectFault(r.api, 1, r.code), ACL_SUCCESS);
     (void)aclGetRecentErrMsg();
     EXPECT_EQ(r.call(s), r.code);
-    const std::string msg = recent_error();
+    const std::string msg = recent_msg();
     EXPECT_NE(msg.find("injected"), std::string::npos) << msg;
     EXPECT_EQ(live_counts(), before) << "before: " << describe(before) << "\nafter: " << describe(live_counts());
     r.unchanged(s);
@@ -223,11 +210,8 @@ class FaultEnvTest : public AclTest {
   void set_env_and_restart(const char* value) {
     AclTest::SetUp();
     if (HasFatalFailure()) return;
-    const char* old = getenv("ACLVMM_FAULTS");
-    had_ = old != nullptr;
-    if (old) old_ = old;
     ASSERT_EQ(aclFinalize(), ACL_SUCCESS);
-    setenv("ACLVMM_FAULTS", value, 1);
+    faults_.set(value);
     init_ = aclInit(nullptr);
     if (init_ == ACL_SUCCESS) {
       ASSERT_EQ(aclrtSetDevice(0), ACL_SUCCESS);
@@ -235,11 +219,7 @@ class FaultEnvTest : public AclTest {
   }
   void SetUp() override {}
   void TearDown() override {
-    if (had_) {
-      setenv("ACLVMM_FAULTS", old_.c_str(), 1);
-    } else {
-      unsetenv("ACLVMM_FAULTS");
-    }
+    faults_.restore();
     if (init_ != ACL_SUCCESS) {  // the runtime did not come up: bring it back for the fixture
       ASSERT_EQ(aclInit(nullptr), ACL_SUCCESS);
       ASSERT_EQ(aclrtSetDevice(0), ACL_SUCCESS);
@@ -247,8 +227,7 @@ class FaultEnvTest : public AclTest {
     AclTest::TearDown();
   }
   aclError init_ = ACL_SUCCESS;
-  bool had_ = false;
-  std::string old_;
+  ScopedEnv faults_{"ACLVMM_FAULTS"};
 };
 
 TEST_F(FaultEnvTest, ConfiguredCallsFailAsConfigured) {
@@ -258,7 +237,7 @@ TEST_F(FaultEnvTest, ConfiguredCallsFailAsConfigured) {
   aclrtDrvMemHandle h = nullptr;
   (void)aclGetRecentErrMsg();
   EXPECT_EQ(aclrtMallocPhysical(&h, k2M, &p, 0), 207001);
-  EXPECT_NE(recent_error().find("injected"), std::string::npos);
+  EXPECT_NE(recent_msg().find("injected"), std::string::npos);
   EXPECT_EQ(stat_int(stats(), "live.physical_handles"), 0);
   EXPECT_EQ(device_used(stats(), 0), 0);
   ASSERT_EQ(aclrtMallocPhysical(&h, k2M, &p, 0), ACL_SUCCESS);
@@ -268,7 +247,7 @@ TEST_F(FaultEnvTest, ConfiguredCallsFailAsConfigured) {
   EXPECT_EQ(aclrtReserveMemAddress(&va1, k2M, 0, nullptr, 0), ACL_SUCCESS);
   EXPECT_EQ(aclrtReserveMemAddress(&va2, k2M, 0, nullptr, 0), 507899);
   EXPECT_EQ(va2, nullptr);
-  EXPECT_NE(recent_error().find("injected"), std::string::npos);
+  EXPECT_NE(recent_msg().find("injected"), std::string::npos);
   EXPECT_EQ(stat_int(stats(), "live.reservations"), 1);
   EXPECT_EQ(aclrtReserveMemAddress(&va3, k2M, 0, nullptr, 0), ACL_SUCCESS);
   EXPECT_EQ(stat_int(stats(), "live.reservations"), 2);
@@ -282,7 +261,7 @@ TEST_F(FaultEnvTest, ConfiguredCallsFailAsConfigured) {
 TEST_F(FaultEnvTest, MalformedValueFailsInit) {
   set_env_and_restart("aclrtMapMem:zero:1");
   EXPECT_EQ(init_, 100000);
-  EXPECT_NE(recent_error().find("ACLVMM_FAULTS"), std::string::npos);
+  EXPECT_NE(recent_msg().find("ACLVMM_FAULTS"), std::string::npos);
 }
 
 }  // namespace

@@ -12,38 +12,8 @@ namespace {
 
 using namespace aclvmm_test;
 
-constexpr aclError kOk = 0;
-constexpr aclError kParam = 100000;        // ACL_ERROR_INVALID_PARAM
-constexpr aclError kRtParam = 107000;      // ACL_ERROR_RT_PARAM_INVALID
-constexpr aclError kBadDevice = 107001;    // ACL_ERROR_RT_INVALID_DEVICEID
-constexpr aclError kBadHandle = 107017;    // ACL_ERROR_RT_INVALID_HANDLE
-constexpr aclError kNotSupported = 207000; // ACL_ERROR_RT_FEATURE_NOT_SUPPORT
-constexpr aclError kDrv = 507899;          // ACL_ERROR_RT_DRV_INTERNAL_ERROR
-
-size_t hbm_free() {
-  size_t f = 0, t = 0;
-  EXPECT_EQ(aclrtGetMemInfo(ACL_HBM_MEM, &f, &t), kOk);
-  return f;
-}
-
-aclrtPhysicalMemProp located(aclrtPhysicalMemProp p, int type, uint32_t id = 0) {
-  p.location.type = static_cast<aclrtMemLocationType>(type);
-  p.location.id = id;
-  return p;
-}
-
 aclError granularity(aclrtPhysicalMemProp p, aclrtMemGranularityOptions option, size_t* out) {
   return aclrtMemGetAllocationGranularity(&p, option, out);
-}
-
-aclError put(void* va, const std::string& s) {
-  return aclrtMemcpy(va, s.size(), s.data(), s.size(), ACL_MEMCPY_HOST_TO_DEVICE);
-}
-
-std::string get(const void* va, size_t n) {
-  std::string out(n, '\0');
-  EXPECT_EQ(aclrtMemcpy(out.data(), n, va, n, ACL_MEMCPY_DEVICE_TO_HOST), kOk);
-  return out;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -72,8 +42,8 @@ TEST_F(PhysicalGranularityTest, ValuesForEveryAcceptedAttributeAndOption) {
       {"host DDR_MEM_NORMAL", host_prop(ACL_DDR_MEM_NORMAL), k2M},
       {"host DDR_MEM_P2P_NORMAL", host_prop(ACL_DDR_MEM_P2P_NORMAL), k2M},
       {"host MEM_HUGE1G", host_prop(ACL_MEM_HUGE1G), kGiB},
-      {"host NUMA DDR_MEM_HUGE", located(host_prop(ACL_DDR_MEM_HUGE), 4), k2M},
-      {"UNREGISTERED location (accepted, §5)", located(device_prop(0), 2), k2M},
+      {"host NUMA DDR_MEM_HUGE", with_location(host_prop(ACL_DDR_MEM_HUGE), 4), k2M},
+      {"UNREGISTERED location (accepted, §5)", with_location(device_prop(0), 2), k2M},
   };
   for (const Case& c : cases) {
     for (auto option : {ACL_RT_MEM_ALLOC_GRANULARITY_MINIMUM, ACL_RT_MEM_ALLOC_GRANULARITY_RECOMMENDED}) {
@@ -115,11 +85,11 @@ TEST_F(PhysicalGranularityTest, MisuseTable) {
       {"option 2", [&] { return granularity(dev, static_cast<aclrtMemGranularityOptions>(2), &g); },
        kNotSupported},
       {"reserve 1", [&] { return granularity(reserved, kMin, &g); }, kRtParam},
-      {"MANAGED location", [&] { return granularity(located(dev, 3), kMin, &g); }, kRtParam},
+      {"MANAGED location", [&] { return granularity(with_location(dev, 3), kMin, &g); }, kRtParam},
   };
-  for (int a : {0, 1, 8, 9, 11, 18}) {
+  for (int a : {0, 1, 8, 9, 11, 18}) {  // 18 is no aclrtMemAttr value: with_attr
     cases.push_back({"rejected attr " + std::to_string(a),
-                     [&g, a] { return granularity(device_prop(99, static_cast<aclrtMemAttr>(a)), ACL_RT_MEM_ALLOC_GRANULARITY_UNDEF, &g); },
+                     [&g, a] { return granularity(with_attr(device_prop(99), a), ACL_RT_MEM_ALLOC_GRANULARITY_UNDEF, &g); },
                      kParam});
   }
   for (const Case& c : cases) {

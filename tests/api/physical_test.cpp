@@ -5,33 +5,14 @@
 #include <utility>
 #include <vector>
 
+#include "api/test_env.h"
 #include "api/test_util.h"
 
 namespace {
 
 using namespace aclvmm_test;
 
-constexpr aclError kOk = 0;
-constexpr aclError kParam = 100000;        // ACL_ERROR_INVALID_PARAM
-constexpr aclError kRtParam = 107000;      // ACL_ERROR_RT_PARAM_INVALID
-constexpr aclError kBadDevice = 107001;    // ACL_ERROR_RT_INVALID_DEVICEID
-constexpr aclError kNoContext = 107002;    // ACL_ERROR_RT_CONTEXT_NULL
-constexpr aclError kBadHandle = 107017;    // ACL_ERROR_RT_INVALID_HANDLE
-constexpr aclError kNotSupported = 207000; // ACL_ERROR_RT_FEATURE_NOT_SUPPORT
-constexpr aclError kNoMemory = 207001;     // ACL_ERROR_RT_MEMORY_ALLOCATION
-constexpr aclError kDrv = 507899;          // ACL_ERROR_RT_DRV_INTERNAL_ERROR
-
-size_t hbm_free() {
-  size_t f = 0, t = 0;
-  EXPECT_EQ(aclrtGetMemInfo(ACL_HBM_MEM, &f, &t), kOk);
-  return f;
-}
-
-size_t hbm_total() {
-  size_t f = 0, t = 0;
-  EXPECT_EQ(aclrtGetMemInfo(ACL_HBM_MEM, &f, &t), kOk);
-  return t;
-}
+size_t hbm_total() { return mem_info(ACL_HBM_MEM).total; }
 
 // Calls aclrtMallocPhysical and frees the handle again if the call (unexpectedly) succeeded.
 aclError try_malloc(const aclrtPhysicalMemProp& p, size_t size = k2M, uint64_t flags = 0) {
@@ -49,68 +30,17 @@ aclrtPhysicalMemProp with_reserve(aclrtPhysicalMemProp p, uint64_t r) {
   return p;
 }
 
-aclrtPhysicalMemProp with_location(aclrtPhysicalMemProp p, int type, uint32_t id) {
-  p.location.type = static_cast<aclrtMemLocationType>(type);
-  p.location.id = id;
-  return p;
-}
-
-// Restarts the fixture's runtime with environment variables set (the runtime reads them at
-// start-up), and on destruction restarts it again with the previous environment.
-class ScopedEnvRuntime {
- public:
-  ScopedEnvRuntime(const char* name, const char* value) : vars_{{name, value}} {
-    aclrtResetDeviceForce(0);
-    EXPECT_EQ(aclFinalize(), kOk);
-    for (auto& [name, value] : vars_) {
-      const char* old = getenv(name.c_str());
-      saved_.emplace_back(old != nullptr, old ? old : "");
-      setenv(name.c_str(), value.c_str(), 1);
-    }
-    init_rc_ = aclInit(nullptr);
-    device_rc_ = aclrtSetDevice(0);
-  }
-  ~ScopedEnvRuntime() {
-    aclrtResetDeviceForce(0);
-    aclFinalize();
-    for (size_t i = 0; i < vars_.size(); ++i) {
-      if (saved_[i].first) {
-        setenv(vars_[i].first.c_str(), saved_[i].second.c_str(), 1);
-      } else {
-        unsetenv(vars_[i].first.c_str());
-      }
-    }
-    EXPECT_EQ(aclInit(nullptr), kOk);
-    EXPECT_EQ(aclrtSetDevice(0), kOk);
-  }
-  bool ok() const { return init_rc_ == kOk && device_rc_ == kOk; }
-
- private:
-  std::vector<std::pair<std::string, std::string>> vars_;
-  std::vector<std::pair<bool, std::string>> saved_;
-  aclError init_rc_ = -1, device_rc_ = -1;
-};
-
 using PhysicalMallocTest = AclTest;
 
-// §1: every accepted device attribute allocates, charged to the device in 2 MiB (1 GiB for the
-// 1G attributes) units; HBM_MEM_NORMAL is allocated as huge pages (2 MiB).
-TEST_F(PhysicalMallocTest, DeviceAttributesAllocateAndChargeTheDevice) {
-  struct Case {
-    const char* name;
-    aclrtMemAttr attr;
-    size_t size, charged;
-  } cases[] = {
-      {"HBM_MEM_HUGE", ACL_HBM_MEM_HUGE, k2M, k2M},
-      {"HBM_MEM_NORMAL", ACL_HBM_MEM_NORMAL, k2M, k2M},
-      {"HBM_MEM_HUGE1G", ACL_HBM_MEM_HUGE1G, kGiB, kGiB},
-      {"MEM_NORMAL", ACL_MEM_NORMAL, 4 * kMiB, 4 * kMiB},
-      {"MEM_HUGE", ACL_MEM_HUGE, 4 * kMiB, 4 * kMiB},
-      {"MEM_HUGE1G", ACL_MEM_HUGE1G, kGiB, kGiB},
-      {"MEM_P2P_NORMAL", ACL_MEM_P2P_NORMAL, k2M, k2M},
-      {"MEM_P2P_HUGE", ACL_MEM_P2P_HUGE, 6 * kMiB, 6 * kMiB},
-  };
-  for (const Case& c : cases) {
+// A device-0 allocation of `size` bytes with `attr`, and what it must cost the device.
+struct ChargeCase {
+  const char* name;
+  aclrtMemAttr attr;
+  size_t size, charged;
+};
+// Allocates each case, checks the charge, frees it and checks that the charge is gone.
+void expect_charges(const std::vector<ChargeCase>& cases) {
+  for (const ChargeCase& c : cases) {
     SCOPED_TRACE(c.name);
     const size_t before = hbm_free();
     aclrtPhysicalMemProp p = device_prop(0, c.attr);
@@ -123,14 +53,25 @@ TEST_F(PhysicalMallocTest, DeviceAttributesAllocateAndChargeTheDevice) {
   }
 }
 
+// §1: every accepted device attribute allocates, charged to the device in 2 MiB (1 GiB for the
+// 1G attributes) units; HBM_MEM_NORMAL is allocated as huge pages (2 MiB).
+TEST_F(PhysicalMallocTest, DeviceAttributesAllocateAndChargeTheDevice) {
+  expect_charges({
+      {"HBM_MEM_HUGE", ACL_HBM_MEM_HUGE, k2M, k2M},
+      {"HBM_MEM_NORMAL", ACL_HBM_MEM_NORMAL, k2M, k2M},
+      {"HBM_MEM_HUGE1G", ACL_HBM_MEM_HUGE1G, kGiB, kGiB},
+      {"MEM_NORMAL", ACL_MEM_NORMAL, 4 * kMiB, 4 * kMiB},
+      {"MEM_HUGE", ACL_MEM_HUGE, 4 * kMiB, 4 * kMiB},
+      {"MEM_HUGE1G", ACL_MEM_HUGE1G, kGiB, kGiB},
+      {"MEM_P2P_NORMAL", ACL_MEM_P2P_NORMAL, k2M, k2M},
+      {"MEM_P2P_HUGE", ACL_MEM_P2P_HUGE, 6 * kMiB, 6 * kMiB},
+  });
+}
+
 // Decisions table: sizes that are not a multiple of 2 MiB are rounded up (A2: torch_memory_saver
 // passes raw sizes); 1G attributes round up to 1 GiB (§1 driver).
 TEST_F(PhysicalMallocTest, SizesAreRoundedUpToTheGranularity) {
-  struct Case {
-    const char* name;
-    aclrtMemAttr attr;
-    size_t size, charged;
-  } cases[] = {
+  expect_charges({
       {"1 byte", ACL_HBM_MEM_HUGE, 1, k2M},
       {"2 MiB + 1", ACL_HBM_MEM_HUGE, k2M + 1, 4 * kMiB},
       {"3 MiB", ACL_HBM_MEM_HUGE, 3 * kMiB, 4 * kMiB},
@@ -139,17 +80,7 @@ TEST_F(PhysicalMallocTest, SizesAreRoundedUpToTheGranularity) {
       {"2 MiB HUGE1G", ACL_HBM_MEM_HUGE1G, k2M, kGiB},
       {"1 GiB + 1 HUGE1G", ACL_HBM_MEM_HUGE1G, kGiB + 1, 2 * kGiB},
       {"1 byte MEM_HUGE1G", ACL_MEM_HUGE1G, 1, kGiB},
-  };
-  for (const Case& c : cases) {
-    SCOPED_TRACE(c.name);
-    const size_t before = hbm_free();
-    aclrtPhysicalMemProp p = device_prop(0, c.attr);
-    aclrtDrvMemHandle h = nullptr;
-    ASSERT_EQ(aclrtMallocPhysical(&h, c.size, &p, 0), kOk);
-    EXPECT_EQ(before - hbm_free(), c.charged);
-    EXPECT_EQ(aclrtFreePhysical(h), kOk);
-    EXPECT_EQ(hbm_free(), before);
-  }
+  });
 }
 
 // A rounded-up handle really has the rounded size: a map of the whole rounded size fits (§3).
@@ -232,12 +163,11 @@ TEST_F(PhysicalMallocTest, MisuseTableInCheckOrder) {
     cases.push_back({"DEVICE with DDR attr " + std::to_string(a) + " on a bad device",
                      [=] { return try_malloc(device_prop(99, a)); }, kParam});
   }
-  for (int a : {0, 1, 8, 9, 11, 18, -1}) {
-    const auto attr = static_cast<aclrtMemAttr>(a);
+  for (int a : {0, 1, 8, 9, 11, 18, -1}) {  // not all of them are aclrtMemAttr values: with_attr
     cases.push_back({"rejected attr " + std::to_string(a) + " on a bad device",
-                     [=] { return try_malloc(device_prop(99, attr)); }, kParam});
+                     [=] { return try_malloc(with_attr(device_prop(99), a)); }, kParam});
     cases.push_back({"rejected attr " + std::to_string(a) + " on host",
-                     [=] { return try_malloc(host_prop(attr)); }, kParam});
+                     [=] { return try_malloc(with_attr(host_prop(), a)); }, kParam});
   }
   cases.push_back({"bad device 8 with reserve", [=] { return try_malloc(with_reserve(device_prop(8), 1)); },
                    kBadDevice});

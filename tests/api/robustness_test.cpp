@@ -8,12 +8,11 @@
 #include <fstream>
 
 #include "api/robustness_util.h"
+#include "api/test_env.h"
 
 namespace aclvmm_test {
 namespace {
 
-constexpr size_t kMax = SIZE_MAX;
-void* at(void* p, size_t off) { return static_cast<char*>(p) + off; }
 
 // Creators clean up after an unexpected success so that the stats check reports only the code.
 aclError malloc_physical(size_t size, aclrtPhysicalMemProp p, uint64_t flags = 0) {
@@ -40,20 +39,14 @@ aclError granularity(aclrtPhysicalMemProp p, int option = ACL_RT_MEM_ALLOC_GRANU
   size_t g = 0;
   return aclrtMemGetAllocationGranularity(&p, static_cast<aclrtMemGranularityOptions>(option), &g);
 }
-aclrtMemAccessDesc desc_of(int flags, uint32_t id, int type) {
-  aclrtMemAccessDesc d{};
-  d.flags = static_cast<aclrtMemAccessFlags>(flags);
-  d.location.id = id;
-  d.location.type = static_cast<aclrtMemLocationType>(type);
-  return d;
-}
+aclrtMemAccessDesc desc_of(int flags, uint32_t id, int type) { return desc(flags, loc(type, id)); }
 aclError set_access(void* va, size_t size, aclrtMemAccessDesc d, size_t count = 1) {
   return aclrtMemSetAccess(va, size, &d, count);
 }
 aclError get_access(void* va, uint32_t id, int type) {
-  aclrtMemLocation loc{id, static_cast<aclrtMemLocationType>(type)};
+  aclrtMemLocation l = loc(type, id);
   uint64_t f = 0;
-  return aclrtMemGetAccess(va, &loc, &f);
+  return aclrtMemGetAccess(va, &l, &f);
 }
 aclError retain(void* va) {
   aclrtDrvMemHandle h = nullptr;
@@ -97,25 +90,25 @@ std::vector<Row> vmm_rows(RobustnessBase& t) {
   // §1 aclrtMallocPhysical: ACL checks → 100000; device id → 107001; driver → 107000/207000;
   // out of memory (incl. sizes that overflow when rounded) → 207001.
   const char* api = "aclrtMallocPhysical";
-  rows.push_back({api, "handle NULL", [dev] { auto p = dev(); return aclrtMallocPhysical(nullptr, k2M, &p, 0); }, kInvalidParam});
-  rows.push_back({api, "prop NULL", [] { aclrtDrvMemHandle h = nullptr; return aclrtMallocPhysical(&h, k2M, nullptr, 0); }, kInvalidParam});
-  rows.push_back({api, "size 0", [dev] { return malloc_physical(0, dev()); }, kInvalidParam});
-  rows.push_back({api, "flags 1", [dev] { return malloc_physical(k2M, dev(), 1); }, kInvalidParam});
-  rows.push_back({api, "handleType POSIX", [=] { return malloc_physical(k2M, prop_with([](auto& p) { p.handleType = ACL_MEM_HANDLE_TYPE_POSIX; })); }, kInvalidParam});
-  rows.push_back({api, "allocationType 1", [=] { return malloc_physical(k2M, prop_with([](auto& p) { p.allocationType = static_cast<aclrtMemAllocationType>(1); })); }, kInvalidParam});
-  rows.push_back({api, "location UNREGISTERED", [=] { return malloc_physical(k2M, prop_with([](auto& p) { p.location.type = ACL_MEM_LOCATION_TYPE_UNREGISTERED; })); }, kInvalidParam});
-  rows.push_back({api, "location MANAGED", [=] { return malloc_physical(k2M, prop_with([](auto& p) { p.location.type = ACL_MEM_LOCATION_TYPE_MANAGED; })); }, kInvalidParam});
-  rows.push_back({api, "device + DDR attr", [dev] { return malloc_physical(k2M, dev(0, ACL_DDR_MEM_HUGE)); }, kInvalidParam});
-  rows.push_back({api, "memAttr ACL_HBM_MEM", [dev] { return malloc_physical(k2M, dev(0, ACL_HBM_MEM)); }, kInvalidParam});
-  rows.push_back({api, "memAttr 18", [dev] { return malloc_physical(k2M, dev(0, static_cast<aclrtMemAttr>(18))); }, kInvalidParam});
-  rows.push_back({api, "memAttr 31", [dev] { return malloc_physical(k2M, dev(0, static_cast<aclrtMemAttr>(31))); }, kInvalidParam});
-  rows.push_back({api, "device id 8", [dev] { return malloc_physical(k2M, dev(8)); }, kRtDevice});
-  rows.push_back({api, "device id 0xffffffff", [dev] { return malloc_physical(k2M, dev(0xffffffffu)); }, kRtDevice});
+  rows.push_back({api, "handle NULL", [dev] { auto p = dev(); return aclrtMallocPhysical(nullptr, k2M, &p, 0); }, kParam});
+  rows.push_back({api, "prop NULL", [] { aclrtDrvMemHandle h = nullptr; return aclrtMallocPhysical(&h, k2M, nullptr, 0); }, kParam});
+  rows.push_back({api, "size 0", [dev] { return malloc_physical(0, dev()); }, kParam});
+  rows.push_back({api, "flags 1", [dev] { return malloc_physical(k2M, dev(), 1); }, kParam});
+  rows.push_back({api, "handleType POSIX", [=] { return malloc_physical(k2M, prop_with([](auto& p) { p.handleType = ACL_MEM_HANDLE_TYPE_POSIX; })); }, kParam});
+  rows.push_back({api, "allocationType 1", [=] { return malloc_physical(k2M, prop_with([](auto& p) { p.allocationType = static_cast<aclrtMemAllocationType>(1); })); }, kParam});
+  rows.push_back({api, "location UNREGISTERED", [=] { return malloc_physical(k2M, prop_with([](auto& p) { p.location.type = ACL_MEM_LOCATION_TYPE_UNREGISTERED; })); }, kParam});
+  rows.push_back({api, "location MANAGED", [=] { return malloc_physical(k2M, prop_with([](auto& p) { p.location.type = ACL_MEM_LOCATION_TYPE_MANAGED; })); }, kParam});
+  rows.push_back({api, "device + DDR attr", [dev] { return malloc_physical(k2M, dev(0, ACL_DDR_MEM_HUGE)); }, kParam});
+  rows.push_back({api, "memAttr ACL_HBM_MEM", [dev] { return malloc_physical(k2M, dev(0, ACL_HBM_MEM)); }, kParam});
+  rows.push_back({api, "memAttr 18", [dev] { return malloc_physical(k2M, dev(0, static_cast<aclrtMemAttr>(18))); }, kParam});
+  rows.push_back({api, "memAttr 31", [dev] { return malloc_physical(k2M, dev(0, static_cast<aclrtMemAttr>(31))); }, kParam});
+  rows.push_back({api, "device id 8", [dev] { return malloc_physical(k2M, dev(8)); }, kBadDevice});
+  rows.push_back({api, "device id 0xffffffff", [dev] { return malloc_physical(k2M, dev(0xffffffffu)); }, kBadDevice});
   rows.push_back({api, "reserve != 0", [=] { return malloc_physical(k2M, prop_with([](auto& p) { p.reserve = 1; })); }, kRtParam});
   rows.push_back({api, "location type 5", [=] { return malloc_physical(k2M, prop_with([](auto& p) { p.location.type = static_cast<aclrtMemLocationType>(5); })); }, kRtParam});
   rows.push_back({api, "host location id 1", [] { auto p = host_prop(); p.location.id = 1; return malloc_physical(k2M, p); }, kNotSupported});
   rows.push_back({api, "host location id 64", [] { auto p = host_prop(); p.location.id = 64; return malloc_physical(k2M, p); }, kRtParam});
-  rows.push_back({api, "HOST_NUMA without context", [&t] { return t.without_context([] { auto p = host_prop(); p.location.type = ACL_MEM_LOCATION_TYPE_HOST_NUMA; return malloc_physical(k2M, p); }); }, kRtContext});
+  rows.push_back({api, "HOST_NUMA without context", [&t] { return t.without_context([] { auto p = host_prop(); p.location.type = ACL_MEM_LOCATION_TYPE_HOST_NUMA; return malloc_physical(k2M, p); }); }, kNoContext});
   rows.push_back({api, "size SIZE_MAX", [dev] { return malloc_physical(kMax, dev()); }, kNoMemory});
   rows.push_back({api, "size overflowing 2M rounding", [dev] { return malloc_physical(kMax - kMiB, dev()); }, kNoMemory});
   rows.push_back({api, "size SIZE_MAX/2", [dev] { return malloc_physical(kMax / 2, dev()); }, kNoMemory});
@@ -125,7 +118,7 @@ std::vector<Row> vmm_rows(RobustnessBase& t) {
 
   // §1 aclrtFreePhysical: NULL → 100000; stale/forged/double-freed → 107000 (decisions table).
   api = "aclrtFreePhysical";
-  rows.push_back({api, "NULL", [] { return aclrtFreePhysical(nullptr); }, kInvalidParam});
+  rows.push_back({api, "NULL", [] { return aclrtFreePhysical(nullptr); }, kParam});
   t.add_forged(rows, api, "handle", kRtParam, [](void* v) { return aclrtFreePhysical(v); });
   rows.push_back({api, "freed handle", [&w] { return aclrtFreePhysical(w.freed_h); }, kRtParam});
   rows.push_back({api, "stream passed as handle", [&w] { return aclrtFreePhysical(w.stream); }, kRtParam});
@@ -143,10 +136,10 @@ std::vector<Row> vmm_rows(RobustnessBase& t) {
 
   // §2 aclrtReserveMemAddress: ACL → 100000; alignment / expectPtr → 107000; occupied → 507899.
   api = "aclrtReserveMemAddress";
-  rows.push_back({api, "virPtr NULL", [] { return aclrtReserveMemAddress(nullptr, k2M, 0, nullptr, 0); }, kInvalidParam});
-  rows.push_back({api, "size 0", [] { return reserve_at(0, 0, nullptr, 0); }, kInvalidParam});
-  rows.push_back({api, "flags 2", [] { return reserve_at(k2M, 0, nullptr, 2); }, kInvalidParam});
-  rows.push_back({api, "flags ~0", [] { return reserve_at(k2M, 0, nullptr, ~0ull); }, kInvalidParam});
+  rows.push_back({api, "virPtr NULL", [] { return aclrtReserveMemAddress(nullptr, k2M, 0, nullptr, 0); }, kParam});
+  rows.push_back({api, "size 0", [] { return reserve_at(0, 0, nullptr, 0); }, kParam});
+  rows.push_back({api, "flags 2", [] { return reserve_at(k2M, 0, nullptr, 2); }, kParam});
+  rows.push_back({api, "flags ~0", [] { return reserve_at(k2M, 0, nullptr, ~0ull); }, kParam});
   rows.push_back({api, "alignment 4096", [] { return reserve_at(k2M, 4096, nullptr, 0); }, kRtParam});
   rows.push_back({api, "alignment SIZE_MAX", [] { return reserve_at(k2M, kMax, nullptr, 0); }, kRtParam});
   t.add_forged(rows, api, "expectPtr (not 2 MiB aligned)", kRtParam, [](void* v) { return reserve_at(k2M, 0, v, 0); });
@@ -161,15 +154,15 @@ std::vector<Row> vmm_rows(RobustnessBase& t) {
 
   // §2 NoUC on A2 (default SoC): ACL checks, then product gating → 207000 (products.md).
   api = "aclrtReserveMemAddressNoUCMemory";
-  rows.push_back({api, "virPtr NULL", [] { return aclrtReserveMemAddressNoUCMemory(nullptr, kGiB, 0, nullptr, 0); }, kInvalidParam});
-  rows.push_back({api, "size 0", [] { return reserve_at(0, 0, nullptr, 0, true); }, kInvalidParam});
-  rows.push_back({api, "flags 2", [] { return reserve_at(kGiB, 0, nullptr, 2, true); }, kInvalidParam});
+  rows.push_back({api, "virPtr NULL", [] { return aclrtReserveMemAddressNoUCMemory(nullptr, kGiB, 0, nullptr, 0); }, kParam});
+  rows.push_back({api, "size 0", [] { return reserve_at(0, 0, nullptr, 0, true); }, kParam});
+  rows.push_back({api, "flags 2", [] { return reserve_at(kGiB, 0, nullptr, 2, true); }, kParam});
   rows.push_back({api, "not supported on A2", [] { return reserve_at(kGiB, 0, reinterpret_cast<void*>(0x200000000000ull), 0, true); }, kNotSupported});
 
   // §2 aclrtReleaseMemAddress: NULL → 100000; not the start of a live reservation → 107000;
   // mappings remain → 507899 (decisions table).
   api = "aclrtReleaseMemAddress";
-  rows.push_back({api, "NULL", [] { return aclrtReleaseMemAddress(nullptr); }, kInvalidParam});
+  rows.push_back({api, "NULL", [] { return aclrtReleaseMemAddress(nullptr); }, kParam});
   t.add_forged(rows, api, "address", kRtParam, [](void* v) { return aclrtReleaseMemAddress(v); });
   rows.push_back({api, "released reservation", [&w] { return aclrtReleaseMemAddress(w.released_va); }, kRtParam});
   rows.push_back({api, "interior address", [&w] { return aclrtReleaseMemAddress(at(w.va2, k2M)); }, kRtParam});
@@ -183,10 +176,10 @@ std::vector<Row> vmm_rows(RobustnessBase& t) {
   // geometry → 507899; larger than the handle → 207001.
   for (bool na : {false, true}) {
     api = na ? "aclrtMemMapNoAccess" : "aclrtMapMem";
-    rows.push_back({api, "virPtr NULL", [&w, na] { return map_at(nullptr, k2M, 0, w.h_spare, 0, na); }, kInvalidParam});
-    rows.push_back({api, "handle NULL", [&w, na] { return map_at(w.va2, k2M, 0, nullptr, 0, na); }, kInvalidParam});
-    rows.push_back({api, "size 0", [&w, na] { return map_at(w.va2, 0, 0, w.h_spare, 0, na); }, kInvalidParam});
-    rows.push_back({api, "flags 1", [&w, na] { return map_at(w.va2, k2M, 0, w.h_spare, 1, na); }, kInvalidParam});
+    rows.push_back({api, "virPtr NULL", [&w, na] { return map_at(nullptr, k2M, 0, w.h_spare, 0, na); }, kParam});
+    rows.push_back({api, "handle NULL", [&w, na] { return map_at(w.va2, k2M, 0, nullptr, 0, na); }, kParam});
+    rows.push_back({api, "size 0", [&w, na] { return map_at(w.va2, 0, 0, w.h_spare, 0, na); }, kParam});
+    rows.push_back({api, "flags 1", [&w, na] { return map_at(w.va2, k2M, 0, w.h_spare, 1, na); }, kParam});
     rows.push_back({api, "offset 4096", [&w, na] { return map_at(w.va2, k2M, 4096, w.h_spare, 0, na); }, kRtParam});
     t.add_forged(rows, api, "handle", kRtParam, [&w, na](void* v) { return map_at(w.va2, k2M, 0, v, 0, na); });
     rows.push_back({api, "freed handle", [&w, na] { return map_at(w.va2, k2M, 0, w.freed_h, 0, na); }, kRtParam});
@@ -208,7 +201,7 @@ std::vector<Row> vmm_rows(RobustnessBase& t) {
 
   // §3 aclrtUnmapMem: NULL → 100000; not the exact start of a mapping → 507899.
   api = "aclrtUnmapMem";
-  rows.push_back({api, "NULL", [] { return aclrtUnmapMem(nullptr); }, kInvalidParam});
+  rows.push_back({api, "NULL", [] { return aclrtUnmapMem(nullptr); }, kParam});
   t.add_forged(rows, api, "address", kDrv, [](void* v) { return aclrtUnmapMem(v); });
   rows.push_back({api, "released reservation", [&w] { return aclrtUnmapMem(w.released_va); }, kDrv});
   rows.push_back({api, "never mapped", [&w] { return aclrtUnmapMem(w.va2); }, kDrv});
@@ -220,12 +213,12 @@ std::vector<Row> vmm_rows(RobustnessBase& t) {
 
   // §5 aclrtMemGetAllocationGranularity.
   api = "aclrtMemGetAllocationGranularity";
-  rows.push_back({api, "prop NULL", [] { size_t g; return aclrtMemGetAllocationGranularity(nullptr, ACL_RT_MEM_ALLOC_GRANULARITY_MINIMUM, &g); }, kInvalidParam});
-  rows.push_back({api, "granularity NULL", [dev] { auto p = dev(); return aclrtMemGetAllocationGranularity(&p, ACL_RT_MEM_ALLOC_GRANULARITY_MINIMUM, nullptr); }, kInvalidParam});
-  rows.push_back({api, "device + DDR attr", [dev] { return granularity(dev(0, ACL_DDR_MEM_NORMAL)); }, kInvalidParam});
-  rows.push_back({api, "memAttr ACL_HBM_MEM_P2P_HUGE", [dev] { return granularity(dev(0, ACL_HBM_MEM_P2P_HUGE)); }, kInvalidParam});
-  rows.push_back({api, "memAttr 18", [dev] { return granularity(dev(0, static_cast<aclrtMemAttr>(18))); }, kInvalidParam});
-  rows.push_back({api, "device id 8", [dev] { return granularity(dev(8)); }, kRtDevice});
+  rows.push_back({api, "prop NULL", [] { size_t g; return aclrtMemGetAllocationGranularity(nullptr, ACL_RT_MEM_ALLOC_GRANULARITY_MINIMUM, &g); }, kParam});
+  rows.push_back({api, "granularity NULL", [dev] { auto p = dev(); return aclrtMemGetAllocationGranularity(&p, ACL_RT_MEM_ALLOC_GRANULARITY_MINIMUM, nullptr); }, kParam});
+  rows.push_back({api, "device + DDR attr", [dev] { return granularity(dev(0, ACL_DDR_MEM_NORMAL)); }, kParam});
+  rows.push_back({api, "memAttr ACL_HBM_MEM_P2P_HUGE", [dev] { return granularity(dev(0, ACL_HBM_MEM_P2P_HUGE)); }, kParam});
+  rows.push_back({api, "memAttr 18", [dev] { return granularity(dev(0, static_cast<aclrtMemAttr>(18))); }, kParam});
+  rows.push_back({api, "device id 8", [dev] { return granularity(dev(8)); }, kBadDevice});
   rows.push_back({api, "option UNDEF", [dev] { return granularity(dev(), ACL_RT_MEM_ALLOC_GRANULARITY_UNDEF); }, kNotSupported});
   rows.push_back({api, "option 2", [dev] { return granularity(dev(), 2); }, kNotSupported});
   rows.push_back({api, "reserve != 0", [=] { return granularity(prop_with([](auto& p) { p.reserve = 7; })); }, kRtParam});
@@ -255,9 +248,9 @@ std::vector<Row> vmm_rows(RobustnessBase& t) {
 
   // §8 aclrtMemGetAccess: NULLs → 100000; location → 107000; VA not inside a mapping → 507899.
   api = "aclrtMemGetAccess";
-  rows.push_back({api, "virPtr NULL", [] { return get_access(nullptr, 0, ACL_MEM_LOCATION_TYPE_DEVICE); }, kInvalidParam});
-  rows.push_back({api, "location NULL", [&w] { uint64_t f; return aclrtMemGetAccess(w.va, nullptr, &f); }, kInvalidParam});
-  rows.push_back({api, "flag NULL", [&w] { aclrtMemLocation l{0, ACL_MEM_LOCATION_TYPE_DEVICE}; return aclrtMemGetAccess(w.va, &l, nullptr); }, kInvalidParam});
+  rows.push_back({api, "virPtr NULL", [] { return get_access(nullptr, 0, ACL_MEM_LOCATION_TYPE_DEVICE); }, kParam});
+  rows.push_back({api, "location NULL", [&w] { uint64_t f; return aclrtMemGetAccess(w.va, nullptr, &f); }, kParam});
+  rows.push_back({api, "flag NULL", [&w] { aclrtMemLocation l{0, ACL_MEM_LOCATION_TYPE_DEVICE}; return aclrtMemGetAccess(w.va, &l, nullptr); }, kParam});
   rows.push_back({api, "HOST id 1", [&w] { return get_access(w.va, 1, ACL_MEM_LOCATION_TYPE_HOST); }, kRtParam});
   rows.push_back({api, "DEVICE id 64", [&w] { return get_access(w.va, 64, ACL_MEM_LOCATION_TYPE_DEVICE); }, kRtParam});
   rows.push_back({api, "location MANAGED", [&w] { return get_access(w.va, 0, ACL_MEM_LOCATION_TYPE_MANAGED); }, kRtParam});
@@ -268,18 +261,18 @@ std::vector<Row> vmm_rows(RobustnessBase& t) {
   // §6 aclrtMemRetainAllocationHandle: NULLs → 100000; never-mapped reservation → 107017; unknown
   // VA or interior VA → 507899.
   api = "aclrtMemRetainAllocationHandle";
-  rows.push_back({api, "virPtr NULL", [] { aclrtDrvMemHandle h; return aclrtMemRetainAllocationHandle(nullptr, &h); }, kInvalidParam});
-  rows.push_back({api, "handle NULL", [&w] { return aclrtMemRetainAllocationHandle(w.va, nullptr); }, kInvalidParam});
+  rows.push_back({api, "virPtr NULL", [] { aclrtDrvMemHandle h; return aclrtMemRetainAllocationHandle(nullptr, &h); }, kParam});
+  rows.push_back({api, "handle NULL", [&w] { return aclrtMemRetainAllocationHandle(w.va, nullptr); }, kParam});
   t.add_forged(rows, api, "virPtr", kDrv, [](void* v) { return retain(v); });
-  rows.push_back({api, "never mapped reservation", [&w] { return retain(w.va2); }, kRtHandle});
+  rows.push_back({api, "never mapped reservation", [&w] { return retain(w.va2); }, kBadHandle});
   rows.push_back({api, "interior of a mapping", [&w] { return retain(at(w.va, 4096)); }, kDrv});
   rows.push_back({api, "released reservation", [&w] { return retain(w.released_va); }, kDrv});
   rows.push_back({api, "aclrtMalloc pointer", [&w] { return retain(w.dptr); }, kDrv});
 
   // §6 aclrtMemGetAllocationPropertiesFromHandle: NULLs → 100000; stale/forged → 107000.
   api = "aclrtMemGetAllocationPropertiesFromHandle";
-  rows.push_back({api, "handle NULL", [] { return props(nullptr); }, kInvalidParam});
-  rows.push_back({api, "prop NULL", [&w] { return aclrtMemGetAllocationPropertiesFromHandle(w.h, nullptr); }, kInvalidParam});
+  rows.push_back({api, "handle NULL", [] { return props(nullptr); }, kParam});
+  rows.push_back({api, "prop NULL", [&w] { return aclrtMemGetAllocationPropertiesFromHandle(w.h, nullptr); }, kParam});
   t.add_forged(rows, api, "handle", kRtParam, [](void* v) { return props(v); });
   rows.push_back({api, "freed handle", [&w] { return props(w.freed_h); }, kRtParam});
   rows.push_back({api, "stream as handle", [&w] { return props(w.stream); }, kRtParam});
@@ -287,7 +280,7 @@ std::vector<Row> vmm_rows(RobustnessBase& t) {
   // §9 aclrtMemGetAddressRange: ptr NULL → 100000; both outputs NULL → 107000; not inside an
   // allocation / mapping → 107000.
   api = "aclrtMemGetAddressRange";
-  rows.push_back({api, "ptr NULL", [] { return range(nullptr); }, kInvalidParam});
+  rows.push_back({api, "ptr NULL", [] { return range(nullptr); }, kParam});
   rows.push_back({api, "both outputs NULL", [&w] { return aclrtMemGetAddressRange(w.dptr, nullptr, nullptr); }, kRtParam});
   t.add_forged(rows, api, "ptr", kRtParam, [](void* v) { return range(v); });
   rows.push_back({api, "never mapped reservation", [&w] { return range(w.va2); }, kRtParam});
@@ -297,35 +290,35 @@ std::vector<Row> vmm_rows(RobustnessBase& t) {
   // §9 aclrtPointerGetAttributes: NULLs → 100000; plain host memory → UNREGISTERED; unallocated
   // address inside the SVM/UVM windows → 507899; reserved, never mapped → 107017.
   api = "aclrtPointerGetAttributes";
-  rows.push_back({api, "ptr NULL", [] { return attrs(nullptr); }, kInvalidParam});
-  rows.push_back({api, "attributes NULL", [&w] { return aclrtPointerGetAttributes(w.dptr, nullptr); }, kInvalidParam});
+  rows.push_back({api, "ptr NULL", [] { return attrs(nullptr); }, kParam});
+  rows.push_back({api, "attributes NULL", [&w] { return aclrtPointerGetAttributes(w.dptr, nullptr); }, kParam});
   t.add_forged(rows, api, "host ptr reports UNREGISTERED", ACL_SUCCESS,
                [](void* v) { return attrs_are(v, ACL_MEM_LOCATION_TYPE_UNREGISTERED); });
   rows.push_back({api, "released reservation", [&w] { return attrs(w.released_va); }, kDrv});
   rows.push_back({api, "freed aclrtMalloc pointer", [&w] { return attrs(w.freed_dptr); }, kDrv});
   rows.push_back({api, "unallocated device window address", [&w] { return attrs(at(w.va2, 256 * kMiB)); }, kDrv});
-  rows.push_back({api, "never mapped reservation", [&w] { return attrs(w.va2); }, kRtHandle});
+  rows.push_back({api, "never mapped reservation", [&w] { return attrs(w.va2); }, kBadHandle});
 
   // §11 links on A2: ACL checks, then product gating → 207000 (forged handles: see the A3 test).
   api = "aclrtMemMapSelectedLink";
-  rows.push_back({api, "dst NULL", [&w] { return aclrtMemMapSelectedLink(nullptr, k2M, w.va, 0); }, kInvalidParam});
-  rows.push_back({api, "src NULL", [&w] { return aclrtMemMapSelectedLink(w.va2, k2M, nullptr, 0); }, kInvalidParam});
-  rows.push_back({api, "size 0", [&w] { return aclrtMemMapSelectedLink(w.va2, 0, w.va, 0); }, kInvalidParam});
-  rows.push_back({api, "linkIdx 2", [&w] { return aclrtMemMapSelectedLink(w.va2, k2M, w.va, 2); }, kInvalidParam});
+  rows.push_back({api, "dst NULL", [&w] { return aclrtMemMapSelectedLink(nullptr, k2M, w.va, 0); }, kParam});
+  rows.push_back({api, "src NULL", [&w] { return aclrtMemMapSelectedLink(w.va2, k2M, nullptr, 0); }, kParam});
+  rows.push_back({api, "size 0", [&w] { return aclrtMemMapSelectedLink(w.va2, 0, w.va, 0); }, kParam});
+  rows.push_back({api, "linkIdx 2", [&w] { return aclrtMemMapSelectedLink(w.va2, k2M, w.va, 2); }, kParam});
   rows.push_back({api, "not supported on A2", [&w] { return aclrtMemMapSelectedLink(w.va2, k2M, w.va, 0); }, kNotSupported});
   api = "aclrtMemMapSetLink";
-  rows.push_back({api, "handle NULL", [] { return aclrtMemMapSetLink(nullptr, ACL_RT_MEM_ACCESS_LINK_SIO); }, kInvalidParam});
+  rows.push_back({api, "handle NULL", [] { return aclrtMemMapSetLink(nullptr, ACL_RT_MEM_ACCESS_LINK_SIO); }, kParam});
   rows.push_back({api, "link 4", [&w] { return aclrtMemMapSetLink(w.h, static_cast<aclrtMemLinkType>(4)); }, kRtParam});
   rows.push_back({api, "not supported on A2", [&w] { return aclrtMemMapSetLink(w.h, ACL_RT_MEM_ACCESS_LINK_HCCS); }, kNotSupported});
 
   // §10 aclrtMemP2PMap: ACL → 100000; dstDevId → 107001. Spec silent on the code for a pointer
   // that is not device memory (driver failure): the library's 107000 is asserted.
   api = "aclrtMemP2PMap";
-  rows.push_back({api, "devPtr NULL", [] { return aclrtMemP2PMap(nullptr, k2M, 1, 0); }, kInvalidParam});
-  rows.push_back({api, "size 0", [&w] { return aclrtMemP2PMap(w.dptr, 0, 1, 0); }, kInvalidParam});
-  rows.push_back({api, "flags 1", [&w] { return aclrtMemP2PMap(w.dptr, 4096, 1, 1); }, kInvalidParam});
-  rows.push_back({api, "dstDevId 8", [&w] { return aclrtMemP2PMap(w.dptr, 4096, 8, 0); }, kRtDevice});
-  rows.push_back({api, "dstDevId -1", [&w] { return aclrtMemP2PMap(w.dptr, 4096, -1, 0); }, kRtDevice});
+  rows.push_back({api, "devPtr NULL", [] { return aclrtMemP2PMap(nullptr, k2M, 1, 0); }, kParam});
+  rows.push_back({api, "size 0", [&w] { return aclrtMemP2PMap(w.dptr, 0, 1, 0); }, kParam});
+  rows.push_back({api, "flags 1", [&w] { return aclrtMemP2PMap(w.dptr, 4096, 1, 1); }, kParam});
+  rows.push_back({api, "dstDevId 8", [&w] { return aclrtMemP2PMap(w.dptr, 4096, 8, 0); }, kBadDevice});
+  rows.push_back({api, "dstDevId -1", [&w] { return aclrtMemP2PMap(w.dptr, 4096, -1, 0); }, kBadDevice});
   t.add_forged(rows, api, "devPtr", kRtParam, [](void* v) { return aclrtMemP2PMap(v, 4096, 1, 0); });
   rows.push_back({api, "released reservation", [&w] { return aclrtMemP2PMap(w.released_va, k2M, 1, 0); }, kRtParam});
   return rows;
@@ -349,44 +342,24 @@ TEST_F(RobustnessVmmTest, VmmCallsRejectBadInputWithoutSideEffects) {
 }
 
 // Enum fields of argument structs holding values outside the C++ enum's range (legal for a C
-// caller: the ABI is C). Separate from the main table because reading such a field as the enum
-// type is undefined behaviour in C++, which the UBSan build reports inside the library.
+// caller: the ABI is C). The library must read such fields as raw ints, since reading them as the
+// enum type is undefined behaviour in C++ that the UBSan build reports; the tests store them with
+// store_raw (test_util.h) for the same reason.
 TEST_F(RobustnessVmmTest, OutOfRangeEnumValuesInStructs) {
-  auto with_attr = [](int attr) {
-    aclrtPhysicalMemProp p = device_prop();
-    std::memcpy(&p.memAttr, &attr, sizeof attr);
-    return p;
-  };
-  auto desc_raw = [](int flags, uint32_t id, int type) {
-    aclrtMemAccessDesc d{};
-    std::memcpy(&d.flags, &flags, sizeof flags);
-    d.location.id = id;
-    std::memcpy(&d.location.type, &type, sizeof type);
-    return d;
-  };
   std::vector<Row> rows;
   for (int attr : {99, -1, 1000, INT_MIN}) {
     const std::string n = "memAttr " + std::to_string(attr);
-    rows.push_back({"aclrtMallocPhysical", n, [=] { return malloc_physical(k2M, with_attr(attr)); }, kInvalidParam});
-    rows.push_back({"aclrtMemGetAllocationGranularity", n, [=] { return granularity(with_attr(attr)); }, kInvalidParam});
+    rows.push_back({"aclrtMallocPhysical", n, [=] { return malloc_physical(k2M, with_attr(device_prop(), attr)); }, kParam});
+    rows.push_back({"aclrtMemGetAllocationGranularity", n, [=] { return granularity(with_attr(device_prop(), attr)); }, kParam});
   }
   for (int type : {9, -1, 1000}) {
     const std::string n = "location type " + std::to_string(type);
-    rows.push_back({"aclrtMallocPhysical", n, [=] {
-      aclrtPhysicalMemProp p = device_prop();
-      std::memcpy(&p.location.type, &type, sizeof type);
-      return malloc_physical(k2M, p);
-    }, kRtParam});
-    rows.push_back({"aclrtMemSetAccess", n, [=] { return set_access(w.va, k2M, desc_raw(3, 0, type)); }, kRtParam});
-    rows.push_back({"aclrtMemGetAccess", n, [=] {
-      aclrtMemLocation loc{0, ACL_MEM_LOCATION_TYPE_DEVICE};
-      std::memcpy(&loc.type, &type, sizeof type);
-      uint64_t f = 0;
-      return aclrtMemGetAccess(w.va, &loc, &f);
-    }, kRtParam});
+    rows.push_back({"aclrtMallocPhysical", n, [=] { return malloc_physical(k2M, with_location(device_prop(), type)); }, kRtParam});
+    rows.push_back({"aclrtMemSetAccess", n, [=] { return set_access(w.va, k2M, desc_of(3, 0, type)); }, kRtParam});
+    rows.push_back({"aclrtMemGetAccess", n, [=] { return get_access(w.va, 0, type); }, kRtParam});
   }
   for (int flags : {int(0x80000000u), 4, -1}) {
-    rows.push_back({"aclrtMemSetAccess", "flags " + std::to_string(flags), [=] { return set_access(w.va, k2M, desc_raw(flags, 0, ACL_MEM_LOCATION_TYPE_DEVICE)); }, kRtParam});
+    rows.push_back({"aclrtMemSetAccess", "flags " + std::to_string(flags), [=] { return set_access(w.va, k2M, desc_of(flags, 0, ACL_MEM_LOCATION_TYPE_DEVICE)); }, kRtParam});
   }
   run_rows(rows);
 }
@@ -418,27 +391,19 @@ TEST_F(RobustnessVmmTest, EveryExportedFunctionHasRows) {
 class RobustnessA3Test : public AclTest {
  protected:
   void SetUp() override {
-    const char* old = getenv("ACLVMM_SOC");
-    had_ = old != nullptr;
-    if (old) old_ = old;
     AclTest::SetUp();
     if (HasFatalFailure()) return;
     ASSERT_EQ(aclFinalize(), ACL_SUCCESS);
-    setenv("ACLVMM_SOC", "Ascend910_9381", 1);
+    soc_.set("Ascend910_9381");
     ASSERT_EQ(aclInit(nullptr), ACL_SUCCESS);
     ASSERT_EQ(aclrtSetDevice(0), ACL_SUCCESS);
     ASSERT_STREQ(aclrtGetSocName(), "Ascend910_9381");
   }
   void TearDown() override {
     AclTest::TearDown();
-    if (had_) {
-      setenv("ACLVMM_SOC", old_.c_str(), 1);
-    } else {
-      unsetenv("ACLVMM_SOC");
-    }
+    soc_.restore();
   }
-  bool had_ = false;
-  std::string old_;
+  ScopedEnv soc_{"ACLVMM_SOC"};
 };
 
 TEST_F(RobustnessA3Test, NoUcAndLinkCallsRejectBadInput) {

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 #include <functional>
 #include <set>
@@ -21,16 +22,9 @@
 
 namespace aclvmm_test {
 
-constexpr aclError kInvalidParam = 100000;  // ACL layer (behavior.md §0.1)
-constexpr aclError kRtParam = 107000;       // ACL_ERROR_RT_PARAM_INVALID
-constexpr aclError kRtDevice = 107001;      // ACL_ERROR_RT_INVALID_DEVICEID
-constexpr aclError kRtContext = 107002;     // ACL_ERROR_RT_CONTEXT_NULL
-constexpr aclError kRtHandle = 107017;      // ACL_ERROR_RT_INVALID_HANDLE
-constexpr aclError kNotSupported = 207000;  // ACL_ERROR_RT_FEATURE_NOT_SUPPORT
-constexpr aclError kNoMemory = 207001;      // ACL_ERROR_RT_MEMORY_ALLOCATION
-constexpr aclError kLinkNotSupported = 207021;
-constexpr aclError kDrv = 507899;           // ACL_ERROR_RT_DRV_INTERNAL_ERROR
-constexpr aclError kNoCode = -12345;        // "no alternative accepted"
+// The codes (kParam, kRtParam, ...) are those of test_util.h.
+constexpr aclError kNoCode = -12345;  // "no alternative accepted"
+constexpr size_t kMax = SIZE_MAX;
 
 struct Row {
   std::string api;   // the exported function under test

@@ -7,46 +7,12 @@
 #include <cstring>
 #include <string>
 
+#include "api/test_env.h"
 #include "api/test_util.h"
 
 using namespace aclvmm_test;
 
 namespace {
-
-// Sets (value != nullptr) or unsets an environment variable for the lifetime of the object.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    const char* old = getenv(name);
-    had_ = old != nullptr;
-    if (had_) old_ = old;
-    if (value) setenv(name, value, 1); else unsetenv(name);
-  }
-  ~ScopedEnv() {
-    if (had_) setenv(name_.c_str(), old_.c_str(), 1); else unsetenv(name_.c_str());
-  }
-
- private:
-  std::string name_, old_;
-  bool had_ = false;
-};
-
-std::string recent_msg() {
-  const char* m = aclGetRecentErrMsg();
-  return m ? std::string(m) : std::string();
-}
-
-// Writes `content` to a fresh temporary file; returns its path.
-std::string temp_file(const std::string& content) {
-  char path[] = "/tmp/aclvmm_cfg_XXXXXX";
-  int fd = mkstemp(path);
-  EXPECT_GE(fd, 0);
-  if (fd >= 0) {
-    EXPECT_EQ(write(fd, content.data(), content.size()), static_cast<ssize_t>(content.size()));
-    close(fd);
-  }
-  return path;
-}
 
 // No runtime initialised by the fixture; the configuration variables are unset for the test (the
 // runtime reads them at its start) and restored afterwards. TearDown drops any init reference a

@@ -14,11 +14,6 @@ using namespace aclvmm_test;
 
 namespace {
 
-std::string recent_msg() {
-  const char* m = aclGetRecentErrMsg();
-  return m ? std::string(m) : std::string();
-}
-
 // Runs fn on a fresh thread (which has no current context) and waits for it.
 void on_new_thread(const std::function<void()>& fn) { std::thread(fn).join(); }
 

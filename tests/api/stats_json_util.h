@@ -1,5 +1,6 @@
-// A minimal JSON reader for aclvmmStatsJson() and ACLVMM_STATS_FILE, plus a snapshot of the
-// live counts that must not move when a call fails (robustness, faults, stats, concurrency tests).
+// A minimal JSON reader for aclvmmStatsJson() and ACLVMM_STATS_FILE, plus the live counts: single
+// ones (integration tests) and a snapshot of all that must not move when a call fails
+// (robustness, faults, stats, concurrency tests).
 #pragma once
 
 #include <gtest/gtest.h>
@@ -189,6 +190,10 @@ inline long long device_used(const Json& j, int id) {
   }
   return -1;
 }
+
+// A counter of the "live" section ("physical_handles", "reservations", "mappings", ...); -1 when
+// absent.
+inline long long live_count(const std::string& key) { return stat_int(stats(), "live." + key); }
 
 // Everything a failed call must leave unchanged: every integer under "live" and each device's
 // memory_used.

@@ -19,8 +19,6 @@
 namespace aclvmm_test {
 namespace {
 
-void* at(void* p, size_t off) { return static_cast<char*>(p) + off; }
-
 // In a forked child: drop whatever runtime the parent left so that the next aclInit re-reads
 // the environment.
 void reset_runtime_in_child() {
@@ -224,11 +222,8 @@ Captured run_capturing_stdout(const std::function<int()>& fn) {
     if (n > 0) c.out.append(buf, static_cast<size_t>(n));
   }
   close(fds[0]);
-  int status = 0;
-  waitpid(pid, &status, 0);
   c.pid = pid;
-  if (WIFSIGNALED(status)) c.result.signal = WTERMSIG(status);
-  if (WIFEXITED(status)) c.result.exit_code = WEXITSTATUS(status);
+  c.result = wait_child(pid);
   return c;
 }
 

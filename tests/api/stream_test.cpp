@@ -14,34 +14,19 @@ using namespace aclvmm_test;
 
 namespace {
 
-constexpr aclError kDrvErr = ACL_ERROR_RT_DRV_INTERNAL_ERROR;  // 507899
-
 void sleep_ms(int ms) { std::this_thread::sleep_for(std::chrono::milliseconds(ms)); }
 
-class StreamTest : public AclTest {
+// AllocTest plus VMM mappings and bare reservations, all released (and checked) at TearDown.
+class StreamTest : public AllocTest {
  protected:
   void TearDown() override {
-    for (void* p : mallocs_) EXPECT_EQ(aclrtFree(p), ACL_SUCCESS);
-    for (void* p : hosts_) EXPECT_EQ(aclrtFreeHost(p), ACL_SUCCESS);
     for (auto& [va, h] : maps_) {
       EXPECT_EQ(aclrtUnmapMem(va), ACL_SUCCESS);
       EXPECT_EQ(aclrtFreePhysical(h), ACL_SUCCESS);
       EXPECT_EQ(aclrtReleaseMemAddress(va), ACL_SUCCESS);
     }
     for (void* va : unmapped_) EXPECT_EQ(aclrtReleaseMemAddress(va), ACL_SUCCESS);
-    AclTest::TearDown();
-  }
-  char* dev(size_t size) {
-    void* p = nullptr;
-    EXPECT_EQ(aclrtMalloc(&p, size, ACL_MEM_MALLOC_HUGE_FIRST), ACL_SUCCESS);
-    if (p) mallocs_.push_back(p);
-    return static_cast<char*>(p);
-  }
-  char* pinned(size_t size) {
-    void* p = nullptr;
-    EXPECT_EQ(aclrtMallocHost(&p, size), ACL_SUCCESS);
-    if (p) hosts_.push_back(p);
-    return static_cast<char*>(p);
+    AllocTest::TearDown();
   }
   // One mapped handle of `size` (multiple of 2 MiB) in its own reservation.
   char* vmm(size_t size, uint32_t device = 0) {
@@ -63,14 +48,9 @@ class StreamTest : public AclTest {
     EXPECT_NE(s, nullptr);
     return s;
   }
-  static std::string d2h(const void* p, size_t n) {
-    std::string s(n, '\0');
-    EXPECT_EQ(aclrtMemcpy(&s[0], n, p, n, ACL_MEMCPY_DEVICE_TO_HOST), ACL_SUCCESS);
-    return s;
-  }
 
  private:
-  std::vector<void*> mallocs_, hosts_, unmapped_;
+  std::vector<void*> unmapped_;
   std::vector<std::pair<void*, aclrtDrvMemHandle>> maps_;
 };
 
@@ -184,9 +164,9 @@ TEST_F(StreamTest, WorkRunsInSubmissionOrder) {
   ASSERT_EQ(aclrtMemsetAsync(a, n, 2, n, s), ACL_SUCCESS);
   ASSERT_EQ(aclrtMemcpyAsync(c, n, a, n, ACL_MEMCPY_DEVICE_TO_DEVICE, s), ACL_SUCCESS);
   ASSERT_EQ(aclrtSynchronizeStream(s), ACL_SUCCESS);
-  EXPECT_EQ(d2h(b, n), std::string(n, '\x01'));
-  EXPECT_EQ(d2h(c, n), std::string(n, '\x02'));
-  EXPECT_EQ(d2h(a, n), std::string(n, '\x02'));
+  EXPECT_EQ(get(b, n), std::string(n, '\x01'));
+  EXPECT_EQ(get(c, n), std::string(n, '\x02'));
+  EXPECT_EQ(get(a, n), std::string(n, '\x02'));
 
   // A longer pseudo-random chain over A (malloc), B (VMM) and pinned host memory, checked against
   // a host model.
@@ -235,7 +215,7 @@ TEST_F(StreamTest, WorkRunsInSubmissionOrder) {
   ASSERT_EQ(aclrtMemcpyAsync(out, n, b, n, ACL_MEMCPY_DEVICE_TO_HOST, s), ACL_SUCCESS);
   ASSERT_EQ(aclrtSynchronizeStream(s), ACL_SUCCESS);
   EXPECT_TRUE(std::string(out, n) == mb);
-  EXPECT_TRUE(d2h(a, n) == ma);
+  EXPECT_TRUE(get(a, n) == ma);
   EXPECT_EQ(aclrtDestroyStream(s), ACL_SUCCESS);
 }
 
@@ -259,7 +239,7 @@ TEST_F(StreamTest, AsyncFaultIsReportedByTheNextSync) {
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);
     EXPECT_EQ(c.enqueue(c.stream), ACL_SUCCESS);
-    EXPECT_EQ(aclrtSynchronizeStream(c.stream), kDrvErr);
+    EXPECT_EQ(aclrtSynchronizeStream(c.stream), kDrv);
     const char* msg = aclGetRecentErrMsg();
     ASSERT_NE(msg, nullptr);
     EXPECT_NE(std::string(msg).find("507899"), std::string::npos) << msg;
@@ -303,7 +283,7 @@ TEST_F(StreamTest, DestroyWaitsForQueuedWork) {
   EXPECT_EQ(done.load(), 1);
   std::string expect(4096, '\x44');
   expect.replace(0, 16, std::string(16, '\x45'));
-  EXPECT_EQ(d2h(d, 4096), expect);
+  EXPECT_EQ(get(d, 4096), expect);
   EXPECT_EQ(aclrtSynchronizeStream(s), ACL_ERROR_RT_PARAM_INVALID);
 }
 
@@ -320,7 +300,7 @@ TEST_F(StreamTest, DestroyForceDropsPendingWork) {
   EXPECT_EQ(aclrtDestroyStreamForce(s), ACL_SUCCESS);
   sleep_ms(50);
   EXPECT_EQ(second.load(), 0);  // never started: discarded
-  EXPECT_EQ(d2h(d, 4096), std::string(4096, '\0'));
+  EXPECT_EQ(get(d, 4096), std::string(4096, '\0'));
   EXPECT_EQ(aclrtDestroyStreamForce(s), ACL_ERROR_RT_PARAM_INVALID);
 }
 
@@ -345,7 +325,7 @@ TEST_F(StreamTest, SynchronizeDeviceWaitsForEveryStream) {
   EXPECT_EQ(done.load(), kStreams + 1);
   for (int i = 0; i < kStreams; ++i) {
     SCOPED_TRACE(i);
-    EXPECT_EQ(d2h(copy + i * 4096, 4096), std::string(4096, static_cast<char>('a' + i)));
+    EXPECT_EQ(get(copy + i * 4096, 4096), std::string(4096, static_cast<char>('a' + i)));
   }
   for (aclrtStream s : streams) EXPECT_EQ(aclrtDestroyStream(s), ACL_SUCCESS);
 }
@@ -368,7 +348,7 @@ TEST_F(StreamTest, KernelTransformsDeviceMemory) {
   EXPECT_EQ(args.device, 2);
   EXPECT_EQ(args.read_rc, ACL_SUCCESS);
   EXPECT_EQ(args.write_rc, ACL_SUCCESS);
-  EXPECT_TRUE(d2h(out, n) == xform(pat));
+  EXPECT_TRUE(get(out, n) == xform(pat));
   // Kernels are ordered with copies on the same stream.
   XformArgs back;
   back.src = out;
@@ -377,7 +357,7 @@ TEST_F(StreamTest, KernelTransformsDeviceMemory) {
   ASSERT_EQ(aclrtMemsetAsync(out, n, 0x10, 4096, s), ACL_SUCCESS);
   ASSERT_EQ(aclvmmLaunchKernel(s, xform_kernel, &back), ACL_SUCCESS);
   ASSERT_EQ(aclrtSynchronizeStream(s), ACL_SUCCESS);
-  EXPECT_EQ(d2h(in, 4096), xform(std::string(4096, '\x10')));
+  EXPECT_EQ(get(in, 4096), xform(std::string(4096, '\x10')));
   EXPECT_EQ(aclrtDestroyStream(s), ACL_SUCCESS);
   ASSERT_EQ(aclrtSetDevice(0), ACL_SUCCESS);
   EXPECT_EQ(aclrtResetDevice(2), ACL_SUCCESS);
@@ -397,9 +377,9 @@ TEST_F(StreamTest, KernelFaultIsReportedByTheNextSync) {
     char* dst;
     aclError read_rc, write_rc;
   } cases[] = {
-      {"read unmapped", hole, good, kDrvErr, kDrvErr},  // later accesses keep failing (aclvmm.h)
-      {"write unmapped", good, hole + 4096, ACL_SUCCESS, kDrvErr},
-      {"read another device's memory", other, good, kDrvErr, kDrvErr},
+      {"read unmapped", hole, good, kDrv, kDrv},  // later accesses keep failing (aclvmm.h)
+      {"write unmapped", good, hole + 4096, ACL_SUCCESS, kDrv},
+      {"read another device's memory", other, good, kDrv, kDrv},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);
@@ -408,11 +388,11 @@ TEST_F(StreamTest, KernelFaultIsReportedByTheNextSync) {
     args.dst = c.dst;
     args.n = 4096;
     ASSERT_EQ(aclvmmLaunchKernel(s, xform_kernel, &args), ACL_SUCCESS);
-    EXPECT_EQ(aclrtSynchronizeStream(s), kDrvErr);
+    EXPECT_EQ(aclrtSynchronizeStream(s), kDrv);
     EXPECT_EQ(args.read_rc, c.read_rc);
     EXPECT_EQ(args.write_rc, c.write_rc);
     EXPECT_EQ(aclrtSynchronizeStream(s), ACL_SUCCESS);
-    EXPECT_EQ(d2h(good, 4096), std::string(4096, '\x01'));  // the failed kernels wrote nothing
+    EXPECT_EQ(get(good, 4096), std::string(4096, '\x01'));  // the failed kernels wrote nothing
   }
   EXPECT_EQ(aclrtDestroyStream(s), ACL_SUCCESS);
 }

@@ -5,81 +5,12 @@
 #include <string>
 #include <vector>
 
+#include "api/test_env.h"
 #include "api/test_util.h"
 
 namespace {
 
 using namespace aclvmm_test;
-
-constexpr aclError kOk = 0;
-constexpr aclError kParam = 100000;        // ACL_ERROR_INVALID_PARAM
-constexpr aclError kRtParam = 107000;      // ACL_ERROR_RT_PARAM_INVALID
-constexpr aclError kNotSupported = 207000; // ACL_ERROR_RT_FEATURE_NOT_SUPPORT
-constexpr aclError kNoMemory = 207001;     // ACL_ERROR_RT_MEMORY_ALLOCATION
-constexpr aclError kDrv = 507899;          // ACL_ERROR_RT_DRV_INTERNAL_ERROR
-
-aclError put(void* va, const std::string& s) {
-  return aclrtMemcpy(va, s.size(), s.data(), s.size(), ACL_MEMCPY_HOST_TO_DEVICE);
-}
-
-std::string get(const void* va, size_t n, aclError* rc = nullptr) {
-  std::string out(n, '\0');
-  aclError r = aclrtMemcpy(out.data(), n, va, n, ACL_MEMCPY_DEVICE_TO_HOST);
-  if (rc) {
-    *rc = r;
-  } else {
-    EXPECT_EQ(r, kOk);
-  }
-  return out;
-}
-
-bool all_zero(const std::string& s) {
-  for (char c : s) {
-    if (c != 0) return false;
-  }
-  return true;
-}
-
-aclrtMemAccessDesc device_rw(uint32_t dev) {
-  aclrtMemAccessDesc d{};
-  d.flags = ACL_RT_MEM_ACCESS_FLAGS_READWRITE;
-  d.location.type = ACL_MEM_LOCATION_TYPE_DEVICE;
-  d.location.id = dev;
-  return d;
-}
-
-// Restarts the fixture's runtime with one environment variable set (read at start-up) and
-// restarts it again with the previous environment on destruction.
-class ScopedEnvRuntime {
- public:
-  ScopedEnvRuntime(const char* name, const char* value) : name_(name) {
-    aclrtResetDeviceForce(0);
-    EXPECT_EQ(aclFinalize(), kOk);
-    const char* old = getenv(name);
-    had_ = old != nullptr;
-    if (had_) old_ = old;
-    setenv(name, value, 1);
-    init_rc_ = aclInit(nullptr);
-    device_rc_ = aclrtSetDevice(0);
-  }
-  ~ScopedEnvRuntime() {
-    aclrtResetDeviceForce(0);
-    aclFinalize();
-    if (had_) {
-      setenv(name_.c_str(), old_.c_str(), 1);
-    } else {
-      unsetenv(name_.c_str());
-    }
-    EXPECT_EQ(aclInit(nullptr), kOk);
-    EXPECT_EQ(aclrtSetDevice(0), kOk);
-  }
-  bool ok() const { return init_rc_ == kOk && device_rc_ == kOk; }
-
- private:
-  std::string name_, old_;
-  bool had_ = false;
-  aclError init_rc_ = -1, device_rc_ = -1;
-};
 
 using VaddrMapTest = AclTest;
 
@@ -260,7 +191,7 @@ TEST_F(VaddrMapTest, NewHandleAtAnOldAddressReadsZeros) {
     SCOPED_TRACE(round);
     aclrtDrvMemHandle h = make_handle(8 * kMiB);
     ASSERT_EQ(aclrtMapMem(va, 8 * kMiB, 0, h, 0), kOk);
-    EXPECT_TRUE(all_zero(get(va, 8 * kMiB)));
+    EXPECT_TRUE(all_bytes(get(va, 8 * kMiB), '\0'));
     ASSERT_EQ(aclrtMemset(va, 8 * kMiB, 0xcd, 8 * kMiB), kOk);
     ASSERT_EQ(put(va, pattern(kMiB, round)), kOk);
     EXPECT_EQ(aclrtUnmapMem(va), kOk);
@@ -274,7 +205,7 @@ TEST_F(VaddrMapTest, NewHandleAtAnOldAddressReadsZeros) {
   EXPECT_EQ(aclrtUnmapMem(va), kOk);
   aclrtDrvMemHandle fresh = make_handle(8 * kMiB);
   ASSERT_EQ(aclrtMapMem(va, 8 * kMiB, 0, fresh, 0), kOk);
-  EXPECT_TRUE(all_zero(get(va, 8 * kMiB)));
+  EXPECT_TRUE(all_bytes(get(va, 8 * kMiB), '\0'));
   EXPECT_EQ(aclrtUnmapMem(va), kOk);
   EXPECT_EQ(aclrtFreePhysical(fresh), kOk);
   EXPECT_EQ(aclrtReleaseMemAddress(va), kOk);
@@ -292,7 +223,7 @@ TEST_F(VaddrMapTest, MapNoAccessNeedsSetAccessBeforeUse) {
   get(va, 4096, &rc);
   EXPECT_EQ(rc, kDrv);
   EXPECT_EQ(aclrtMemset(va, 4 * kMiB, 1, 4 * kMiB), kDrv);
-  aclrtMemAccessDesc d = device_rw(0);
+  aclrtMemAccessDesc d = desc(kRW, dev(0));
   ASSERT_EQ(aclrtMemSetAccess(va, 4 * kMiB, &d, 1), kOk);
   EXPECT_EQ(put(va, in), kOk);
   EXPECT_TRUE(get(va, in.size()) == in);
@@ -376,7 +307,7 @@ TEST_F(VaddrUnmapTest, RangeIsReusableAfterUnmap) {
   ASSERT_EQ(aclrtUnmapMem(va), kOk);
   ASSERT_EQ(aclrtMapMem(va, k2M, 0, b, 0), kOk);
   ASSERT_EQ(aclrtMapMem(static_cast<char*>(va) + k2M, k2M, 0, a, 0), kOk);  // a's first 2 MiB
-  EXPECT_TRUE(all_zero(get(va, k2M)));
+  EXPECT_TRUE(all_bytes(get(va, k2M), '\0'));
   EXPECT_TRUE(get(static_cast<char*>(va) + k2M, k2M) == in.substr(0, k2M));
   EXPECT_EQ(aclrtUnmapMem(va), kOk);
   EXPECT_EQ(aclrtUnmapMem(static_cast<char*>(va) + k2M), kOk);

@@ -6,65 +6,26 @@
 #include <utility>
 #include <vector>
 
+#include "api/test_env.h"
 #include "api/test_util.h"
 
 namespace {
 
 using namespace aclvmm_test;
 
-constexpr aclError kOk = 0;
-constexpr aclError kParam = 100000;        // ACL_ERROR_INVALID_PARAM
-constexpr aclError kRtParam = 107000;      // ACL_ERROR_RT_PARAM_INVALID
-constexpr aclError kBadHandle = 107017;    // ACL_ERROR_RT_INVALID_HANDLE
-constexpr aclError kNotSupported = 207000; // ACL_ERROR_RT_FEATURE_NOT_SUPPORT
-constexpr aclError kDrv = 507899;          // ACL_ERROR_RT_DRV_INTERNAL_ERROR
 constexpr size_t kTiB = size_t(1) << 40;
 constexpr uintptr_t kNoUcStart = 0x180000000000ull;
 
-uintptr_t u(const void* p) { return reinterpret_cast<uintptr_t>(p); }
-void* at(uintptr_t v) { return reinterpret_cast<void*>(v); }
+void* as_ptr(uintptr_t v) { return reinterpret_cast<void*>(v); }
 
-aclError put(void* va, const std::string& s) {
-  return aclrtMemcpy(va, s.size(), s.data(), s.size(), ACL_MEMCPY_HOST_TO_DEVICE);
-}
-
-std::string get(const void* va, size_t n) {
-  std::string out(n, '\0');
-  EXPECT_EQ(aclrtMemcpy(out.data(), n, va, n, ACL_MEMCPY_DEVICE_TO_HOST), kOk);
-  return out;
-}
-
-// Restarts the fixture's runtime with one environment variable set (read at start-up) and
-// restarts it again with the previous environment on destruction.
-class ScopedEnvRuntime {
- public:
-  ScopedEnvRuntime(const char* name, const char* value) : name_(name) {
-    aclrtResetDeviceForce(0);
-    EXPECT_EQ(aclFinalize(), kOk);
-    const char* old = getenv(name);
-    had_ = old != nullptr;
-    if (had_) old_ = old;
-    setenv(name, value, 1);
-    init_rc_ = aclInit(nullptr);
-    device_rc_ = aclrtSetDevice(0);
-  }
-  ~ScopedEnvRuntime() {
-    aclrtResetDeviceForce(0);
-    aclFinalize();
-    if (had_) {
-      setenv(name_.c_str(), old_.c_str(), 1);
-    } else {
-      unsetenv(name_.c_str());
-    }
-    EXPECT_EQ(aclInit(nullptr), kOk);
-    EXPECT_EQ(aclrtSetDevice(0), kOk);
-  }
-  bool ok() const { return init_rc_ == kOk && device_rc_ == kOk; }
-
- private:
-  std::string name_, old_;
-  bool had_ = false;
-  aclError init_rc_ = -1, device_rc_ = -1;
+// A row of the aclrtReserveMemAddress / ...NoUCMemory misuse tables (virPtr is &out or NULL).
+struct ReserveCase {
+  const char* name;
+  void** virPtr;
+  size_t size, alignment;
+  uintptr_t expect;
+  uint64_t flags;
+  aclError expected;
 };
 
 using VaddrReserveTest = AclTest;
@@ -74,7 +35,7 @@ TEST_F(VaddrReserveTest, PyTorchProbeReserves2MiB) {
   void* va = nullptr;
   ASSERT_EQ(aclrtReserveMemAddress(&va, 512, 0, nullptr, 1), kOk);
   ASSERT_NE(va, nullptr);
-  EXPECT_EQ(u(va) % k2M, 0u);
+  EXPECT_EQ(u64(va) % k2M, 0u);
   aclrtDrvMemHandle h = make_handle();
   EXPECT_EQ(aclrtMapMem(va, k2M, 0, h, 0), kOk);  // the whole 2 MiB is usable
   const std::string in = pattern(k2M, 1);
@@ -101,11 +62,11 @@ TEST_F(VaddrReserveTest, BasesAreAligned) {
     SCOPED_TRACE(std::to_string(c.size) + " flags " + std::to_string(c.flags));
     void* va = nullptr;
     ASSERT_EQ(aclrtReserveMemAddress(&va, c.size, 0, nullptr, c.flags), kOk);
-    EXPECT_EQ(u(va) % c.align, 0u);
-    for (auto& [b, s] : taken) EXPECT_TRUE(u(va) + c.size <= b || b + s <= u(va)) << std::hex << u(va);
-    taken.emplace_back(u(va), c.size);
+    EXPECT_EQ(u64(va) % c.align, 0u);
+    for (auto& [b, s] : taken) EXPECT_TRUE(u64(va) + c.size <= b || b + s <= u64(va)) << std::hex << u64(va);
+    taken.emplace_back(u64(va), c.size);
   }
-  for (auto& [b, s] : taken) EXPECT_EQ(aclrtReleaseMemAddress(at(b)), kOk);
+  for (auto& [b, s] : taken) EXPECT_EQ(aclrtReleaseMemAddress(as_ptr(b)), kOk);
 }
 
 // A5: very large reservations are cheap (no backing) and usable at their far end.
@@ -114,7 +75,7 @@ TEST_F(VaddrReserveTest, OneTebibyteReservationIsCheap) {
   ASSERT_EQ(aclrtGetMemInfo(ACL_HBM_MEM, &free_before, &total), kOk);
   void* va = nullptr;
   ASSERT_EQ(aclrtReserveMemAddress(&va, kTiB, 0, nullptr, 1), kOk);
-  EXPECT_EQ(u(va) % kGiB, 0u);
+  EXPECT_EQ(u64(va) % kGiB, 0u);
   size_t free_after = 0;
   ASSERT_EQ(aclrtGetMemInfo(ACL_HBM_MEM, &free_after, &total), kOk);
   EXPECT_EQ(free_after, free_before);
@@ -136,12 +97,12 @@ TEST_F(VaddrReserveTest, ExpectPtrIsHonouredForContiguousReservations) {
   ASSERT_NE(first, nullptr);
   ASSERT_EQ(aclrtReleaseMemAddress(first), kOk);
   std::vector<void*> pes;
-  uintptr_t next = u(first);
+  uintptr_t next = u64(first);
   for (int pe = 0; pe < 4; ++pe) {
     SCOPED_TRACE(pe);
     void* va = nullptr;
-    ASSERT_EQ(aclrtReserveMemAddress(&va, kGiB, 0, at(next), 1), kOk);
-    EXPECT_EQ(u(va), next);
+    ASSERT_EQ(aclrtReserveMemAddress(&va, kGiB, 0, as_ptr(next), 1), kOk);
+    EXPECT_EQ(u64(va), next);
     pes.push_back(va);
     next += kGiB;
   }
@@ -156,11 +117,11 @@ TEST_F(VaddrReserveTest, ExpectPtrIsHonouredForContiguousReservations) {
   for (void* va : pes) EXPECT_EQ(aclrtReleaseMemAddress(va), kOk);
   // Small reservations: the expectPtr must be aligned to the next power of two ≥ size.
   void* small = nullptr;
-  ASSERT_EQ(aclrtReserveMemAddress(&small, k2M, 0, at(u(first) + 6 * kMiB), 0), kOk);
-  EXPECT_EQ(u(small), u(first) + 6 * kMiB);
+  ASSERT_EQ(aclrtReserveMemAddress(&small, k2M, 0, as_ptr(u64(first) + 6 * kMiB), 0), kOk);
+  EXPECT_EQ(u64(small), u64(first) + 6 * kMiB);
   void* four = nullptr;
-  ASSERT_EQ(aclrtReserveMemAddress(&four, 4 * kMiB, 0, at(u(first) + 8 * kMiB), 0), kOk);
-  EXPECT_EQ(u(four), u(first) + 8 * kMiB);
+  ASSERT_EQ(aclrtReserveMemAddress(&four, 4 * kMiB, 0, as_ptr(u64(first) + 8 * kMiB), 0), kOk);
+  EXPECT_EQ(u64(four), u64(first) + 8 * kMiB);
   EXPECT_EQ(aclrtReleaseMemAddress(small), kOk);
   EXPECT_EQ(aclrtReleaseMemAddress(four), kOk);
 }
@@ -170,16 +131,9 @@ TEST_F(VaddrReserveTest, ExpectPtrIsHonouredForContiguousReservations) {
 TEST_F(VaddrReserveTest, MisuseTable) {
   void* held = reserve(kGiB);  // 1 GiB aligned, occupied
   ASSERT_NE(held, nullptr);
-  const uintptr_t base = u(held);
+  const uintptr_t base = u64(held);
   void* out = nullptr;
-  struct Case {
-    const char* name;
-    void** virPtr;
-    size_t size, alignment;
-    uintptr_t expect;
-    uint64_t flags;
-    aclError expected;
-  } cases[] = {
+  const ReserveCase cases[] = {
       {"virPtr NULL", nullptr, k2M, 0, 0, 0, kParam},
       {"size 0 with alignment", &out, 0, 4096, 0, 0, kParam},
       {"flags 2 with alignment", &out, k2M, 4096, 0, 2, kParam},
@@ -193,10 +147,10 @@ TEST_F(VaddrReserveTest, MisuseTable) {
       {"occupied expectPtr (start)", &out, kGiB, 0, base, 0, kDrv},
       {"occupied expectPtr (inside)", &out, k2M, 0, base + 4 * kMiB, 1, kDrv},
   };
-  for (const Case& c : cases) {
+  for (const ReserveCase& c : cases) {
     SCOPED_TRACE(c.name);
     out = nullptr;
-    EXPECT_EQ(aclrtReserveMemAddress(c.virPtr, c.size, c.alignment, at(c.expect), c.flags), c.expected);
+    EXPECT_EQ(aclrtReserveMemAddress(c.virPtr, c.size, c.alignment, as_ptr(c.expect), c.flags), c.expected);
     EXPECT_EQ(out, nullptr);
     if (out) aclrtReleaseMemAddress(out);
   }
@@ -286,7 +240,7 @@ using VaddrNoUcReserveTest = AclTest;
 // products.md: ReserveMemAddressNoUCMemory is A3 only; the default SoC (Ascend910B1, A2) → 207000.
 TEST_F(VaddrNoUcReserveTest, UnsupportedOnA2) {
   void* va = nullptr;
-  EXPECT_EQ(aclrtReserveMemAddressNoUCMemory(&va, kGiB, 0, at(0x4E0000000000ull), 0), kNotSupported);
+  EXPECT_EQ(aclrtReserveMemAddressNoUCMemory(&va, kGiB, 0, as_ptr(0x4E0000000000ull), 0), kNotSupported);
   EXPECT_EQ(aclrtReserveMemAddressNoUCMemory(&va, kGiB, 0, nullptr, 0), kNotSupported);
   EXPECT_EQ(va, nullptr);
   // The ACL checks come first (§2: "same ACL checks").
@@ -303,14 +257,7 @@ TEST_F(VaddrNoUcReserveTest, FixedAddressReservationOnA3) {
   const uintptr_t target = (78 * (uintptr_t{1} << 40)) / kGiB * kGiB;  // 78 TB
   ASSERT_EQ(target, 0x4E0000000000ull);
   void* out = nullptr;
-  struct Case {
-    const char* name;
-    void** virPtr;
-    size_t size, alignment;
-    uintptr_t expect;
-    uint64_t flags;
-    aclError expected;
-  } cases[] = {
+  const ReserveCase cases[] = {
       {"virPtr NULL", nullptr, kGiB, 0, target, 0, kParam},
       {"size 0", &out, 0, 0, target, 0, kParam},
       {"flags 2", &out, kGiB, 0, target, 2, kParam},
@@ -320,20 +267,20 @@ TEST_F(VaddrNoUcReserveTest, FixedAddressReservationOnA3) {
       {"size 1 GiB + 2 MiB", &out, kGiB + k2M, 0, target, 0, kRtParam},
       {"alignment 1 GiB", &out, kGiB, kGiB, target, 0, kRtParam},
   };
-  for (const Case& c : cases) {
+  for (const ReserveCase& c : cases) {
     SCOPED_TRACE(c.name);
     out = nullptr;
-    EXPECT_EQ(aclrtReserveMemAddressNoUCMemory(c.virPtr, c.size, c.alignment, at(c.expect), c.flags),
+    EXPECT_EQ(aclrtReserveMemAddressNoUCMemory(c.virPtr, c.size, c.alignment, as_ptr(c.expect), c.flags),
               c.expected);
     EXPECT_EQ(out, nullptr);
   }
 
   void* va = nullptr;
-  ASSERT_EQ(aclrtReserveMemAddressNoUCMemory(&va, kGiB, 0, at(target), 1), kOk);
-  EXPECT_EQ(u(va), target);
-  EXPECT_GE(u(va), kNoUcStart);
+  ASSERT_EQ(aclrtReserveMemAddressNoUCMemory(&va, kGiB, 0, as_ptr(target), 1), kOk);
+  EXPECT_EQ(u64(va), target);
+  EXPECT_GE(u64(va), kNoUcStart);
   void* again = nullptr;
-  EXPECT_EQ(aclrtReserveMemAddressNoUCMemory(&again, kGiB, 0, at(target), 0), kDrv);  // occupied
+  EXPECT_EQ(aclrtReserveMemAddressNoUCMemory(&again, kGiB, 0, as_ptr(target), 0), kDrv);  // occupied
   aclrtDrvMemHandle h = make_handle(4 * kMiB);
   char* inner = static_cast<char*>(va) + 512 * kMiB;
   ASSERT_EQ(aclrtMapMem(inner, 4 * kMiB, 0, h, 0), kOk);
@@ -346,11 +293,11 @@ TEST_F(VaddrNoUcReserveTest, FixedAddressReservationOnA3) {
   EXPECT_EQ(aclrtReleaseMemAddress(va), kOk);
   EXPECT_EQ(aclrtReleaseMemAddress(va), kRtParam);  // dynamic range: unknown VA → 107000
   // Released: the same address can be reserved again, and a 2 GiB range right after it too.
-  ASSERT_EQ(aclrtReserveMemAddressNoUCMemory(&va, kGiB, 0, at(target), 0), kOk);
-  EXPECT_EQ(u(va), target);
+  ASSERT_EQ(aclrtReserveMemAddressNoUCMemory(&va, kGiB, 0, as_ptr(target), 0), kOk);
+  EXPECT_EQ(u64(va), target);
   void* next = nullptr;
-  ASSERT_EQ(aclrtReserveMemAddressNoUCMemory(&next, 2 * kGiB, 0, at(target + kGiB), 0), kOk);
-  EXPECT_EQ(u(next), target + kGiB);
+  ASSERT_EQ(aclrtReserveMemAddressNoUCMemory(&next, 2 * kGiB, 0, as_ptr(target + kGiB), 0), kOk);
+  EXPECT_EQ(u64(next), target + kGiB);
   EXPECT_EQ(aclrtReleaseMemAddress(next), kOk);
   EXPECT_EQ(aclrtReleaseMemAddress(va), kOk);
 }

@@ -69,6 +69,7 @@ class WindowReleasingBackend final : public drv::Backend {
     return real_->map_cpu(va, size, mem, offset, access);
   }
   int unmap_cpu(uint64_t va, uint64_t size) override { return real_->unmap_cpu(va, size); }
+  drv::ShareTransport& share_transport() override { return real_->share_transport(); }
   int bind_numa(uint64_t va, uint64_t size, int node) override {
     return real_->bind_numa(va, size, node);
   }

@@ -1,0 +1,409 @@
+#include "drivers/emu/share_transport.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstddef>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+// SO_PEERPIDFD (Linux 6.5) is missing from older libc headers; 77 is its asm-generic value, which
+// is what these architectures use. Elsewhere the pid-reuse check below is simply skipped.
+#if !defined(SO_PEERPIDFD) && (defined(__x86_64__) || defined(__i386__) || defined(__aarch64__) || \
+                               defined(__riscv) || defined(__arm__) || defined(__loongarch__))
+#define SO_PEERPIDFD 77
+#endif
+
+namespace aclvmm::drv::emu {
+namespace {
+
+constexpr int kListenBacklog = 64;
+// An accepted peer that stops talking must not stall the exporter's service loop for long.
+constexpr int kAcceptedTimeoutMs = 2000;
+// Room for a few descriptors, so that a peer that attaches more than one gets the extras closed
+// rather than silently dropped by the kernel; a flood beyond this is reported as -EPROTO.
+constexpr size_t kMaxFdsPerMessage = 8;
+
+socklen_t share_address(uint32_t share_id, sockaddr_un* addr) {
+  std::memset(addr, 0, sizeof(*addr));
+  addr->sun_family = AF_UNIX;
+  // The length passed to bind/connect delimits an abstract name; the trailing zeros of sun_path
+  // would otherwise become part of it.
+  int len = std::snprintf(addr->sun_path + 1, sizeof(addr->sun_path) - 1, "aclvmm-share-%08x",
+                          share_id);
+  return static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + static_cast<size_t>(len));
+}
+
+timeval to_timeval(int timeout_ms) {
+  timeval tv{};
+  if (timeout_ms < 0) return tv;  // zero means "no limit" to SO_RCVTIMEO / SO_SNDTIMEO
+  if (timeout_ms == 0) timeout_ms = 1;
+  tv.tv_sec = timeout_ms / 1000;
+  tv.tv_usec = static_cast<suseconds_t>(timeout_ms % 1000) * 1000;
+  return tv;
+}
+
+int set_timeouts(int fd, int timeout_ms) {
+  timeval tv = to_timeval(timeout_ms);
+  if (::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) != 0) return -errno;
+  if (::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)) != 0) return -errno;
+  return 0;
+}
+
+int64_t monotonic_ms() {
+  timespec ts{};
+  ::clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1000 + ts.tv_nsec / 1000000;
+}
+
+void close_fds_in(msghdr* mh) {
+  for (cmsghdr* c = CMSG_FIRSTHDR(mh); c != nullptr; c = CMSG_NXTHDR(mh, c)) {
+    if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
+    size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+    const unsigned char* data = CMSG_DATA(c);
+    for (size_t i = 0; i < count; ++i) {
+      int fd;
+      std::memcpy(&fd, data + i * sizeof(int), sizeof(int));  // CMSG_DATA may be unaligned
+      ::close(fd);
+    }
+  }
+}
+
+// Keeps the first descriptor that arrived and closes every other one.
+int take_first_fd(msghdr* mh) {
+  int kept = -1;
+  for (cmsghdr* c = CMSG_FIRSTHDR(mh); c != nullptr; c = CMSG_NXTHDR(mh, c)) {
+    if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
+    size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+    const unsigned char* data = CMSG_DATA(c);
+    for (size_t i = 0; i < count; ++i) {
+      int fd;
+      std::memcpy(&fd, data + i * sizeof(int), sizeof(int));
+      if (kept < 0) {
+        kept = fd;
+      } else {
+        ::close(fd);
+      }
+    }
+  }
+  return kept;
+}
+
+bool read_all(const char* path, char* buf, size_t cap, size_t* len) {
+  int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  size_t got = 0;
+  while (got < cap) {
+    ssize_t r = ::read(fd, buf + got, cap - got);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) break;
+    got += static_cast<size_t>(r);
+  }
+  ::close(fd);
+  *len = got;
+  return got > 0;
+}
+
+// A process that has exited since the kernel recorded the peer's credentials may have had its pid
+// reused, and /proc would then describe a stranger. A pidfd pins the exact process: if it is still
+// running after /proc was read, what was read is that process's. Returns false when the peer is
+// known to be gone; true when it is alive or the kernel cannot tell (no SO_PEERPIDFD).
+bool peer_still_running(int conn) {
+#ifdef SO_PEERPIDFD
+  int pidfd = -1;
+  socklen_t len = sizeof(pidfd);
+  if (::getsockopt(conn, SOL_SOCKET, SO_PEERPIDFD, &pidfd, &len) != 0) {
+    return errno == ENOPROTOOPT;
+  }
+  pollfd p{pidfd, POLLIN, 0};
+  int r;
+  do {
+    r = ::poll(&p, 1, 0);
+  } while (r < 0 && errno == EINTR);
+  ::close(pidfd);
+  // A pidfd becomes readable when its process exits.
+  return r == 0;
+#else
+  (void)conn;
+  return true;
+#endif
+}
+
+}  // namespace
+
+int UnixShareTransport::listen(uint32_t share_id, int* fd) {
+  if (fd == nullptr) return -EINVAL;
+  *fd = -1;
+  // Non-blocking so that a poll wake-up whose connection was already withdrawn cannot block accept.
+  int s = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (s < 0) return -errno;
+  sockaddr_un addr;
+  socklen_t len = share_address(share_id, &addr);
+  if (::bind(s, reinterpret_cast<const sockaddr*>(&addr), len) != 0 ||
+      ::listen(s, kListenBacklog) != 0) {
+    int err = errno;
+    ::close(s);
+    return -err;
+  }
+  *fd = s;
+  return 0;
+}
+
+int UnixShareTransport::connect(uint32_t share_id, int timeout_ms, int* fd) {
+  if (fd == nullptr) return -EINVAL;
+  *fd = -1;
+  int s = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+  if (s < 0) return -errno;
+  // Set before connecting: a unix connect to a listener whose backlog is full sleeps for up to
+  // SO_SNDTIMEO, and later sends and receives must not hang on a dead or stuck exporter either.
+  int rc = set_timeouts(s, timeout_ms);
+  if (rc != 0) {
+    ::close(s);
+    return rc;
+  }
+  sockaddr_un addr;
+  socklen_t len = share_address(share_id, &addr);
+  while (::connect(s, reinterpret_cast<const sockaddr*>(&addr), len) != 0) {
+    int err = errno;
+    // A unix connect is synchronous: after EINTR the socket is still unconnected and may retry.
+    if (err == EINTR) continue;
+    ::close(s);
+    // The kernel reports an exhausted SO_SNDTIMEO on a full backlog as EAGAIN.
+    return err == EAGAIN ? -ETIMEDOUT : -err;
+  }
+  *fd = s;
+  return 0;
+}
+
+int UnixShareTransport::accept(int listen_fd, int* conn, PeerInfo* peer) {
+  if (conn == nullptr || peer == nullptr) return -EINVAL;
+  *conn = -1;
+  *peer = PeerInfo{};
+  int c = ::accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC);
+  if (c < 0) {
+    int err = errno;
+    // All of these mean "no connection to serve now"; the caller goes back to poll.
+    if (err == EAGAIN || err == EWOULDBLOCK || err == EINTR || err == ECONNABORTED) return -EAGAIN;
+    return -err;
+  }
+  ucred cred{};
+  socklen_t len = sizeof(cred);
+  if (::getsockopt(c, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) {
+    int err = errno;
+    ::close(c);
+    return -err;
+  }
+  int rc = set_timeouts(c, kAcceptedTimeoutMs);
+  if (rc != 0) {
+    ::close(c);
+    return rc;
+  }
+  peer->pid = cred.pid;  // 0 when the peer's pid is not visible in this pid namespace
+  peer->uid = cred.uid;
+  peer->start_time = process_start_time(cred.pid);
+  // 0 ("gone") rather than a possibly reused pid's start time.
+  if (peer->start_time != 0 && !peer_still_running(c)) peer->start_time = 0;
+  *conn = c;
+  return 0;
+}
+
+int UnixShareTransport::send(int fd, const void* msg, size_t n, int pass_fd) {
+  if (n == 0 || msg == nullptr) return -EINVAL;
+  iovec iov{const_cast<void*>(msg), n};
+  msghdr mh{};
+  mh.msg_iov = &iov;
+  mh.msg_iovlen = 1;
+  alignas(cmsghdr) unsigned char control[CMSG_SPACE(sizeof(int))];
+  if (pass_fd >= 0) {
+    std::memset(control, 0, sizeof(control));
+    mh.msg_control = control;
+    mh.msg_controllen = sizeof(control);
+    cmsghdr* c = CMSG_FIRSTHDR(&mh);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof(int));
+    std::memcpy(CMSG_DATA(c), &pass_fd, sizeof(int));
+  }
+  ssize_t r;
+  do {
+    // MSG_NOSIGNAL: a peer that hung up must give -EPIPE, not kill the process with SIGPIPE.
+    r = ::sendmsg(fd, &mh, MSG_NOSIGNAL);
+  } while (r < 0 && errno == EINTR);
+  if (r < 0) return errno == EAGAIN ? -ETIMEDOUT : -errno;
+  // Sequenced packets are sent whole or not at all; anything else is a kernel surprise.
+  return static_cast<size_t>(r) == n ? 0 : -EIO;
+}
+
+int UnixShareTransport::recv(int fd, void* msg, size_t n, int* got_fd, int timeout_ms) {
+  if (got_fd == nullptr || (msg == nullptr && n != 0)) return -EINVAL;
+  *got_fd = -1;
+  const int64_t deadline = timeout_ms < 0 ? -1 : monotonic_ms() + timeout_ms;
+  for (;;) {
+    int wait_ms = -1;
+    if (deadline >= 0) {
+      int64_t left = deadline - monotonic_ms();
+      wait_ms = left > 0 ? static_cast<int>(left) : 0;
+    }
+    pollfd p{fd, POLLIN, 0};
+    int pr = ::poll(&p, 1, wait_ms);
+    if (pr < 0) {
+      if (errno == EINTR) continue;
+      return -errno;
+    }
+    if (pr == 0) return -ETIMEDOUT;
+    if (p.revents & POLLNVAL) return -EBADF;
+
+    iovec iov{msg, n};
+    msghdr mh{};
+    mh.msg_iov = &iov;
+    mh.msg_iovlen = 1;
+    alignas(cmsghdr) unsigned char control[CMSG_SPACE(kMaxFdsPerMessage * sizeof(int))];
+    mh.msg_control = control;
+    mh.msg_controllen = sizeof(control);
+    // MSG_DONTWAIT: poll's readiness may already be gone (another reader, a withdrawn message);
+    // then wait again within the same deadline instead of blocking past it.
+    ssize_t r = ::recvmsg(fd, &mh, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+    if (r < 0) {
+      if (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK) continue;
+      return -errno;
+    }
+    if (mh.msg_flags & MSG_CTRUNC) {
+      // Descriptors that did not fit were dropped by the kernel; the message cannot be trusted.
+      close_fds_in(&mh);
+      return -EPROTO;
+    }
+    if (mh.msg_flags & MSG_TRUNC) {
+      close_fds_in(&mh);
+      return -EMSGSIZE;
+    }
+    int passed = take_first_fd(&mh);
+    if (r == 0) {
+      // A zero-length message reads like a hang-up; do not hand out a descriptor with it.
+      if (passed >= 0) ::close(passed);
+      return 0;
+    }
+    *got_fd = passed;
+    return static_cast<int>(r);
+  }
+}
+
+int UnixShareTransport::poll(const int* fds, bool* ready, size_t count, int timeout_ms) {
+  if (count == 0) return 0;
+  if (fds == nullptr || ready == nullptr) return -EINVAL;
+  std::vector<pollfd> p(count);
+  for (size_t i = 0; i < count; ++i) {
+    p[i] = pollfd{fds[i], POLLIN, 0};
+    ready[i] = false;
+  }
+  int r = ::poll(p.data(), static_cast<nfds_t>(count), timeout_ms);
+  if (r < 0) return errno == EINTR ? 0 : -errno;
+  for (size_t i = 0; i < count; ++i) {
+    if (p[i].revents & POLLNVAL) return -EBADF;
+    ready[i] = p[i].revents != 0;
+  }
+  return r;
+}
+
+void UnixShareTransport::close(int fd) {
+  // Not retried on EINTR: Linux releases the descriptor even then, and a retry could close a
+  // descriptor another thread has just been given.
+  if (fd >= 0) ::close(fd);
+}
+
+uint64_t UnixShareTransport::process_start_time(int pid) {
+  if (pid <= 0) return 0;
+  char path[32];
+  std::snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+  char buf[1024];
+  size_t len = 0;
+  if (!read_all(path, buf, sizeof(buf) - 1, &len)) return 0;
+  buf[len] = '\0';
+  // comm (field 2) is whatever the process named itself, spaces and parentheses included; only
+  // the last ')' reliably ends it.
+  const char* p = static_cast<const char*>(::memrchr(buf, ')', len));
+  if (p == nullptr) return 0;
+  ++p;
+  // Fields 3..21 precede starttime (field 22).
+  for (int field = 3; field < 22; ++field) {
+    while (*p == ' ') ++p;
+    while (*p != ' ' && *p != '\0') ++p;
+    if (*p == '\0') return 0;
+  }
+  char* end = nullptr;
+  unsigned long long ticks = std::strtoull(p, &end, 10);
+  if (end == p) return 0;
+  return static_cast<uint64_t>(ticks);
+}
+
+// The kernel computes /proc/<pid>/stat's starttime as the fork's CLOCK_BOOTTIME truncated to
+// clock ticks (USER_HZ; 10 ms at 100 Hz), and so does this: both truncate the same clock, so a
+// process started after the stamp never has a smaller start time. Ticks are coarse, though: a
+// process started within the same tick as the stamp gets start_time == stamp and is treated as
+// started before it. A whitelist therefore refuses a pid only if its start_time > stamp, which
+// can admit a pid reused within the stamp's own tick but never refuses the process it meant.
+uint64_t UnixShareTransport::share_clock() {
+  static const long hz = [] {
+    long v = ::sysconf(_SC_CLK_TCK);
+    return v > 0 ? v : 100;
+  }();
+  timespec ts{};
+  if (::clock_gettime(CLOCK_BOOTTIME, &ts) != 0) return 0;
+  unsigned __int128 ns = static_cast<unsigned __int128>(ts.tv_sec) * 1000000000u +
+                         static_cast<unsigned __int128>(ts.tv_nsec);
+  // Same arithmetic as the kernel's nsec_to_clock_t, which divides when USER_HZ divides 1e9.
+  if (1000000000 % hz == 0) return static_cast<uint64_t>(ns / (1000000000 / hz));
+  return static_cast<uint64_t>(ns * static_cast<unsigned>(hz) / 1000000000u);
+}
+
+uint32_t UnixShareTransport::random_u32() {
+  for (;;) {
+    uint32_t v = 0;
+    ssize_t r;
+    do {
+      r = ::getrandom(&v, sizeof(v), 0);
+    } while (r < 0 && errno == EINTR);
+    if (r != static_cast<ssize_t>(sizeof(v))) {
+      // getrandom is missing (ENOSYS, old kernels) or filtered (seccomp): fall back.
+      size_t got = 0;
+      int fd = ::open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+      if (fd >= 0) {
+        while (got < sizeof(v)) {
+          ssize_t n = ::read(fd, reinterpret_cast<unsigned char*>(&v) + got, sizeof(v) - got);
+          if (n < 0 && errno == EINTR) continue;
+          if (n <= 0) break;
+          got += static_cast<size_t>(n);
+        }
+        ::close(fd);
+      }
+      if (got != sizeof(v)) {
+        // No entropy source at all: share ids only need to be unlikely to collide, and a
+        // collision is caught by listen's -EADDRINUSE, so a clock-based mix is good enough.
+        timespec ts{};
+        ::clock_gettime(CLOCK_MONOTONIC, &ts);
+        static std::atomic<uint64_t> counter{0};
+        uint64_t x = (static_cast<uint64_t>(ts.tv_sec) * 1000000000u + ts.tv_nsec) ^
+                     (static_cast<uint64_t>(::getpid()) << 32) ^
+                     ((counter.fetch_add(1) + 1) * 0x9e3779b97f4a7c15ull);
+        x ^= x >> 30;
+        x *= 0xbf58476d1ce4e5b9ull;
+        x ^= x >> 27;
+        x *= 0x94d049bb133111ebull;
+        x ^= x >> 31;
+        v = static_cast<uint32_t>(x ^ (x >> 32));
+      }
+    }
+    // 0 is never a valid share id.
+    if (v != 0) return v;
+  }
+}
+
+}  // namespace aclvmm::drv::emu
