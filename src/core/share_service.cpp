@@ -2,7 +2,10 @@
 
 #include <unistd.h>
 
+#include <pthread.h>
+
 #include <cerrno>
+#include <chrono>
 #include <memory>
 #include <vector>
 
@@ -44,6 +47,32 @@ Status unknown_token(uint64_t token) {
 }
 
 }  // namespace
+
+namespace {
+ShareService* g_forked_service = nullptr;  // the process's one service, for the fork handlers
+}  // namespace
+
+void ShareService::attach(drv::ShareTransport* transport) {
+  transport_ = transport;
+  static bool registered = false;
+  if (registered) return;
+  registered = true;
+  g_forked_service = this;
+  // A forked child is not the exporter: it must not keep the parent's endpoints open (importers
+  // would queue on them forever) nor believe it serves the parent's tokens. The lock is held
+  // across fork so the child never inherits it mid-update.
+  pthread_atfork([] { g_forked_service->mu_.lock(); },
+                 [] { g_forked_service->mu_.unlock(); },
+                 [] {
+                   ShareService* s = g_forked_service;
+                   for (int fd : s->retired_) s->transport_->close(fd);
+                   s->retired_.clear();
+                   for (auto& [id, e] : s->exports_) s->transport_->close(e.listen_fd);
+                   s->exports_.clear();
+                   s->listener_ = nullptr;  // the parent's thread; never joined here
+                   s->mu_.unlock();
+                 });
+}
 
 StatusOr<uint64_t> ShareService::export_handle(uint64_t handle, std::shared_ptr<PhysicalAllocation> phys,
                                                uint32_t token_device, int physical_device,
@@ -184,7 +213,7 @@ StatusOr<uint64_t> ShareService::import(uint64_t token, int physical_device) {
     if (rc != static_cast<int>(sizeof rep) || rep.magic != kMagic) {
       if (mem_fd >= 0) transport_->close(mem_fd);
       // The exporter vanished mid-handshake (it exited or released the token): nothing to import.
-      if (rc == 0) return unknown_token(token);
+      if (rc == 0 || rc == -ECONNRESET || rc == -EPIPE) return unknown_token(token);
       return Error(ACL_ERROR_RT_DRV_INTERNAL_ERROR,
                    "the exporting process did not answer the import: " +
                        (rc == -ETIMEDOUT ? std::string("timed out") : "errno " + std::to_string(-rc)));
@@ -277,7 +306,12 @@ void ShareService::serve() {
       retired_.clear();
       for (const auto& [id, e] : exports_) fds.push_back(e.listen_fd);
     }
-    ready.reset(new bool[fds.size() + 1]());
+    if (fds.empty()) {
+      // Nothing to serve until the next export: sleep instead of spinning on an empty poll.
+      std::this_thread::sleep_for(std::chrono::milliseconds(kPollMs));
+      continue;
+    }
+    ready.reset(new bool[fds.size()]());
     int n = transport_->poll(fds.data(), ready.get(), fds.size(), kPollMs);
     if (n <= 0) continue;
     for (size_t i = 0; i < fds.size(); ++i) {

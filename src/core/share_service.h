@@ -39,7 +39,8 @@ struct Export {
 
 class ShareService {
  public:
-  void attach(drv::ShareTransport* transport) { transport_ = transport; }
+  // Binds the transport; also makes forked children drop the parent's endpoints.
+  void attach(drv::ShareTransport* transport);
 
   // The token of a new export of `handle` (whose allocation is `phys`).
   StatusOr<uint64_t> export_handle(uint64_t handle, std::shared_ptr<PhysicalAllocation> phys,
