@@ -19,7 +19,8 @@ namespace aclvmm {
 // the magic, which also rejects stray connections).
 struct ShareService::Request {
   uint32_t magic;
-  uint32_t share_id;
+  uint32_t kind;   // kImport, or kProbe: "is this token live?" (set-pid by another process)
+  uint64_t token;  // the whole token: a share id with another device field is not this export
   int32_t device;  // the importer's physical device, for the same-device check
   int32_t pad;
 };
@@ -38,7 +39,9 @@ namespace {
 
 constexpr uint32_t kMagic = 0x4d4d5641;     // "AVMM"
 constexpr int kImportTimeoutMs = 5000;      // bound on every wait for an exporter
-constexpr int kServeTimeoutMs = 2000;       // bound on every wait for an importer
+constexpr int kServeTimeoutMs = 2000;       // how long an accepted connection may stay silent
+constexpr uint32_t kImport = 1, kProbe = 2;
+constexpr size_t kReleasedMemory = 4096;    // released share ids remembered for set-pid
 constexpr int kPollMs = 100;                // listener wake-up for new endpoints and shutdown
 
 Status unknown_token(uint64_t token) {
@@ -100,6 +103,7 @@ StatusOr<uint64_t> ShareService::export_handle(uint64_t handle, std::shared_ptr<
     return Error(code_from_errno(rc), "no endpoint could be created for the export: errno " +
                                           std::to_string(-rc));
   }
+  released_.erase(e.share_id);  // the id is live again
   e.token = ShareToken{e.share_id, token_device}.pack();
   e.handle = handle;
   e.physical_device = physical_device;
@@ -146,13 +150,35 @@ Status ShareService::set_pids(uint64_t token, const int32_t* pids, size_t count,
       return Status::Ok();
     }
   }
-  int fd = -1;
-  if (transport_->connect(t.share_id, kImportTimeoutMs, &fd) == 0) {
-    transport_->close(fd);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    // Our own endpoint may still be open for a moment after the release.
+    if (released_.count(t.share_id)) return unknown_token(token);
+  }
+  Reply rep{};
+  int rc = exchange(token, kProbe, -1, &rep, nullptr);
+  if (rc == static_cast<int>(sizeof rep) && rep.magic == kMagic && rep.code == 0) {
     return Error(ACL_ERROR_RT_DRV_INTERNAL_ERROR,
                  "only the exporting process may set the pids of a shareable handle");
   }
   return unknown_token(token);
+}
+
+int ShareService::exchange(uint64_t token, uint32_t kind, int device, Reply* rep, int* mem_fd) {
+  int fd = -1;
+  int rc = transport_->connect(ShareToken::unpack(token).share_id, kImportTimeoutMs, &fd);
+  if (rc != 0) return rc;
+  Request req{kMagic, kind, token, device, 0};
+  int got = -1;
+  rc = transport_->send(fd, &req, sizeof req, -1);
+  if (rc == 0) rc = transport_->recv(fd, rep, sizeof *rep, &got, kImportTimeoutMs);
+  transport_->close(fd);
+  if (mem_fd) {
+    *mem_fd = got;
+  } else if (got >= 0) {
+    transport_->close(got);
+  }
+  return rc;
 }
 
 int ShareService::local_export_device(uint32_t share_id) {
@@ -197,19 +223,10 @@ StatusOr<uint64_t> ShareService::import(uint64_t token, int physical_device) {
     }
   }
   if (!phys->memory) {
-    int fd = -1;
-    int rc = transport_->connect(t.share_id, kImportTimeoutMs, &fd);
-    if (rc == -ECONNREFUSED || rc == -ENOENT) return unknown_token(token);
-    if (rc != 0) {
-      return Error(ACL_ERROR_RT_DRV_INTERNAL_ERROR,
-                   "cannot reach the exporting process: errno " + std::to_string(-rc));
-    }
-    Request req{kMagic, t.share_id, physical_device, 0};
     Reply rep{};
     int mem_fd = -1;
-    rc = transport_->send(fd, &req, sizeof req, -1);
-    if (rc == 0) rc = transport_->recv(fd, &rep, sizeof rep, &mem_fd, kImportTimeoutMs);
-    transport_->close(fd);
+    int rc = exchange(token, kImport, physical_device, &rep, &mem_fd);
+    if (rc == -ECONNREFUSED || rc == -ENOENT) return unknown_token(token);
     if (rc != static_cast<int>(sizeof rep) || rep.magic != kMagic) {
       if (mem_fd >= 0) transport_->close(mem_fd);
       // The exporter vanished mid-handshake (it exited or released the token): nothing to import.
@@ -254,7 +271,8 @@ StatusOr<uint64_t> ShareService::import(uint64_t token, int physical_device) {
 void ShareService::answer(int conn, const drv::PeerInfo& peer) {
   Request req{};
   int stray_fd = -1;
-  int n = transport_->recv(conn, &req, sizeof req, &stray_fd, kServeTimeoutMs);
+  // Called when the connection is readable: the request is already there.
+  int n = transport_->recv(conn, &req, sizeof req, &stray_fd, kPollMs);
   if (stray_fd >= 0) transport_->close(stray_fd);
   if (n != static_cast<int>(sizeof req) || req.magic != kMagic) return;  // not an importer
   Reply rep{};
@@ -262,9 +280,11 @@ void ShareService::answer(int conn, const drv::PeerInfo& peer) {
   std::shared_ptr<PhysicalAllocation> phys;  // keeps the memory alive while it is sent
   {
     std::lock_guard<std::mutex> lock(mu_);
-    auto it = exports_.find(req.share_id);
-    if (it == exports_.end()) {
+    auto it = exports_.find(ShareToken::unpack(req.token).share_id);
+    if (it == exports_.end() || it->second.token != req.token) {
       rep.code = ACL_ERROR_RT_INVALID_HANDLE;
+    } else if (req.kind == kProbe) {
+      rep.code = 0;  // the token is live here; nothing is sent
     } else {
       const Export& e = it->second;
       if (e.validate_pids) {
@@ -273,8 +293,8 @@ void ShareService::answer(int conn, const drv::PeerInfo& peer) {
         if (w == e.whitelist.end() || peer.start_time == 0 || peer.start_time > w->second) {
           rep.code = ACL_ERROR_RT_DRV_INTERNAL_ERROR;
           denied_.fetch_add(1);
-          ACLVMM_LOG_WARN("DRV", "refused import of share id 0x{:x} by pid {}: not whitelisted",
-                          req.share_id, peer.pid);
+          ACLVMM_LOG_WARN("DRV", "refused import of token 0x{:x} by pid {}: not whitelisted",
+                          req.token, peer.pid);
         }
       }
       if (rep.code == 0 && peer.pid == getpid() && e.phys->on_device() &&
@@ -296,16 +316,27 @@ void ShareService::answer(int conn, const drv::PeerInfo& peer) {
 }
 
 void ShareService::serve() {
+  // Accepted connections wait here until their request arrives, so a client that connects and
+  // stays silent delays nobody: it is dropped when its deadline passes.
+  struct Pending {
+    int fd;
+    drv::PeerInfo peer;
+    std::chrono::steady_clock::time_point deadline;
+  };
+  std::vector<Pending> pending;
   std::vector<int> fds;
   std::unique_ptr<bool[]> ready;
   while (!stop_.load()) {
     fds.clear();
+    size_t listeners = 0;
     {
       std::lock_guard<std::mutex> lock(mu_);
       for (int fd : retired_) transport_->close(fd);
       retired_.clear();
       for (const auto& [id, e] : exports_) fds.push_back(e.listen_fd);
+      listeners = fds.size();
     }
+    for (const Pending& p : pending) fds.push_back(p.fd);
     if (fds.empty()) {
       // Nothing to serve until the next export: sleep instead of spinning on an empty poll.
       std::this_thread::sleep_for(std::chrono::milliseconds(kPollMs));
@@ -313,15 +344,37 @@ void ShareService::serve() {
     }
     ready.reset(new bool[fds.size()]());
     int n = transport_->poll(fds.data(), ready.get(), fds.size(), kPollMs);
-    if (n <= 0) continue;
-    for (size_t i = 0; i < fds.size(); ++i) {
-      if (!ready[i]) continue;
-      int conn = -1;
-      drv::PeerInfo peer;
-      if (transport_->accept(fds[i], &conn, &peer) != 0) continue;
-      answer(conn, peer);
-      transport_->close(conn);
+    const auto now = std::chrono::steady_clock::now();
+    std::vector<Pending> still;
+    for (size_t i = 0; i < pending.size(); ++i) {
+      const Pending& p = pending[i];
+      if (n > 0 && ready[listeners + i]) {
+        answer(p.fd, p.peer);
+        transport_->close(p.fd);
+      } else if (now >= p.deadline) {
+        transport_->close(p.fd);
+      } else {
+        still.push_back(p);
+      }
     }
+    pending.swap(still);
+    for (size_t i = 0; n > 0 && i < listeners; ++i) {
+      if (!ready[i]) continue;
+      Pending p;
+      if (transport_->accept(fds[i], &p.fd, &p.peer) != 0) continue;
+      p.deadline = now + std::chrono::milliseconds(kServeTimeoutMs);
+      pending.push_back(p);
+    }
+  }
+  for (const Pending& p : pending) transport_->close(p.fd);
+}
+
+void ShareService::remember_released(uint32_t share_id) {
+  released_.insert(share_id);
+  released_order_.push_back(share_id);
+  if (released_order_.size() > kReleasedMemory) {
+    released_.erase(released_order_.front());
+    released_order_.pop_front();
   }
 }
 
@@ -329,6 +382,7 @@ void ShareService::forget_handle(uint64_t handle) {
   std::lock_guard<std::mutex> lock(mu_);
   for (auto it = exports_.begin(); it != exports_.end();) {
     if (it->second.handle == handle) {
+      remember_released(it->first);
       // The listener may be polling this descriptor: it closes retired ones itself.
       if (listener_ && listener_pid_ == getpid()) {
         retired_.push_back(it->second.listen_fd);

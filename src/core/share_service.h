@@ -13,7 +13,9 @@
 
 #include <atomic>
 #include <cstdint>
+#include <deque>
 #include <map>
+#include <set>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -67,12 +69,17 @@ class ShareService {
   void serve();
   void answer(int conn, const drv::PeerInfo& peer);
   void ensure_listener();
+  // One request/reply with the exporter of `token`; the reply length or -errno.
+  int exchange(uint64_t token, uint32_t kind, int device, Reply* rep, int* mem_fd);
+  void remember_released(uint32_t share_id);
 
   drv::ShareTransport* transport_ = nullptr;
   mutable std::mutex mu_;
   std::map<uint32_t, Export> exports_;                 // by share id
   std::map<std::pair<uint32_t, int>, uint64_t> imports_;  // (share id, device) -> handle
-  std::vector<int> retired_;  // endpoints of ended exports, closed by the listener
+  std::vector<int> retired_;
+  std::set<uint32_t> released_;          // recently released share ids of this process
+  std::deque<uint32_t> released_order_;  // bounds released_  // endpoints of ended exports, closed by the listener
   std::thread* listener_ = nullptr;
   pid_t listener_pid_ = 0;
   std::atomic<bool> stop_{false};

@@ -106,7 +106,7 @@ TEST_F(Clients, A17_BasicCopiesAndSetsAsApplicationsCallThem) {
   // vllm-ascend: destMax far larger than the real destination.
   const std::string bytes = pattern(n, 30);
   ASSERT_EQ(aclrtMemcpy(a, 2 * n + 12345, bytes.data(), n, ACL_MEMCPY_HOST_TO_DEVICE), ACL_SUCCESS);
-  EXPECT_EQ(d2h(a, n), bytes);
+  EXPECT_EQ(get(a, n), bytes);
   // destMax < count → 107000 (behavior.md "deliberately differs").
   EXPECT_EQ(aclrtMemcpy(a, n - 1, bytes.data(), n, ACL_MEMCPY_HOST_TO_DEVICE), ACL_ERROR_RT_PARAM_INVALID);
   // Sample 12: aclrtMemset on a host stack object.

@@ -10,8 +10,6 @@ namespace {
 using namespace aclvmm_itest;
 using Clients = AclTest;
 
-constexpr aclError kDrv = ACL_ERROR_RT_DRV_INTERNAL_ERROR;  // 507899
-
 size_t granularity(aclrtMemAttr attr, aclrtMemGranularityOptions opt,
                    aclrtMemLocationType type = ACL_MEM_LOCATION_TYPE_DEVICE) {
   aclrtPhysicalMemProp p = device_prop(0, attr);
@@ -20,8 +18,6 @@ size_t granularity(aclrtMemAttr attr, aclrtMemGranularityOptions opt,
   EXPECT_EQ(aclrtMemGetAllocationGranularity(&p, opt, &g), ACL_SUCCESS);
   return g;
 }
-
-size_t align_up(size_t v, size_t a) { return (v + a - 1) / a * a; }
 
 TEST_F(Clients, A1_GranularityExactly2MiBAnd1GiB) {
   for (auto opt : {ACL_RT_MEM_ALLOC_GRANULARITY_MINIMUM, ACL_RT_MEM_ALLOC_GRANULARITY_RECOMMENDED}) {
@@ -33,12 +29,12 @@ TEST_F(Clients, A1_GranularityExactly2MiBAnd1GiB) {
   }
   // fork camem: a 1-byte request becomes 2 MiB -- and costs exactly 2 MiB of device memory.
   const size_t g = granularity(ACL_HBM_MEM_HUGE, ACL_RT_MEM_ALLOC_GRANULARITY_MINIMUM);
-  EXPECT_EQ(align_up(1, g), 2 * kMiB);
+  EXPECT_EQ(round_up(1, g), 2 * kMiB);
 
   // Vendor sample: NORMAL attribute, handle of align(4096, granularity), map `granularity` bytes.
   const size_t gn = granularity(ACL_HBM_MEM_NORMAL, ACL_RT_MEM_ALLOC_GRANULARITY_MINIMUM);
   ASSERT_GE(gn, 4096u);
-  const size_t hsize = align_up(4096, gn);
+  const size_t hsize = round_up(4096, gn);
   EXPECT_EQ(hsize, 2 * kMiB);
   const MemInfo before = mem_info();
   aclrtPhysicalMemProp prop = device_prop(0, ACL_HBM_MEM_NORMAL);
@@ -50,7 +46,7 @@ TEST_F(Clients, A1_GranularityExactly2MiBAnd1GiB) {
   ASSERT_EQ(aclrtMapMem(va, gn, 0, h, 0), ACL_SUCCESS);
   const std::string bytes = pattern(gn, 1);
   h2d(va, bytes);
-  EXPECT_EQ(d2h(va, gn), bytes);
+  EXPECT_EQ(get(va, gn), bytes);
   EXPECT_EQ(aclrtUnmapMem(va), ACL_SUCCESS);
   EXPECT_EQ(aclrtFreePhysical(h), ACL_SUCCESS);
   EXPECT_EQ(aclrtReleaseMemAddress(va), ACL_SUCCESS);
@@ -72,7 +68,7 @@ TEST_F(Clients, A2_UnalignedSizesRoundedAndTorchNpuProbe) {
   ASSERT_EQ(aclrtMapMem(va, 4 * kMiB, 0, h, 0), ACL_SUCCESS);  // the rounded sizes fit exactly
   const std::string bytes = pattern(size, 2);
   h2d(va, bytes);
-  EXPECT_EQ(d2h(va, size), bytes);
+  EXPECT_EQ(get(va, size), bytes);
   EXPECT_EQ(aclrtUnmapMem(va), ACL_SUCCESS);
   EXPECT_EQ(aclrtFreePhysical(h), ACL_SUCCESS);
   EXPECT_EQ(aclrtReleaseMemAddress(va), ACL_SUCCESS);
@@ -103,7 +99,7 @@ TEST_F(Clients, A2_UnalignedSizesRoundedAndTorchNpuProbe) {
   EXPECT_EQ(before.free - mem_info().free, 3 * seg);
   const std::string tensor = pattern(seg + 4 * kMiB, 3);  // crosses handle 0 -> 1
   h2d(at(pool, seg - 2 * kMiB), tensor);
-  EXPECT_EQ(d2h(at(pool, seg - 2 * kMiB), tensor.size()), tensor);
+  EXPECT_EQ(get(at(pool, seg - 2 * kMiB), tensor.size()), tensor);
   void* base = nullptr;
   size_t rsize = 0;
   ASSERT_EQ(aclrtMemGetAddressRange(at(pool, seg + 5), &base, &rsize), ACL_SUCCESS);
@@ -144,7 +140,7 @@ TEST_F(Clients, A3_HostPhysicalMemoryDereferencedByCpu) {
     std::memcpy(va, bytes.data(), size);
     EXPECT_EQ(std::memcmp(va, bytes.data(), size), 0);
     // Runtime copies see the same bytes.
-    EXPECT_EQ(d2h(va, size), bytes);
+    EXPECT_EQ(get(va, size), bytes);
     aclrtPtrAttributes attr{};
     ASSERT_EQ(aclrtPointerGetAttributes(at(va, 12345), &attr), ACL_SUCCESS);
     EXPECT_EQ(attr.location.type, ACL_MEM_LOCATION_TYPE_HOST);  // behavior.md §9
@@ -191,7 +187,7 @@ TEST_F(Clients, A4_ReserveWithFlagsOne) {
     ASSERT_EQ(aclrtMapMem(last, 2 * kMiB, 0, h, 0), ACL_SUCCESS);
     const std::string bytes = pattern(4096, 5);
     h2d(last, bytes);
-    EXPECT_EQ(d2h(last, bytes.size()), bytes);
+    EXPECT_EQ(get(last, bytes.size()), bytes);
     EXPECT_EQ(aclrtUnmapMem(last), ACL_SUCCESS);
     EXPECT_EQ(aclrtFreePhysical(h), ACL_SUCCESS);
     EXPECT_EQ(aclrtReleaseMemAddress(va), ACL_SUCCESS);
@@ -228,7 +224,7 @@ TEST_F(Clients, A5_VeryLargeReservationsAreCheap) {
   ASSERT_EQ(aclrtMapMem(end, 2 * kMiB, 0, h, 0), ACL_SUCCESS);
   const std::string bytes = pattern(8192, 6);
   h2d(end, bytes);
-  EXPECT_EQ(d2h(end, bytes.size()), bytes);
+  EXPECT_EQ(get(end, bytes.size()), bytes);
   EXPECT_EQ(aclrtUnmapMem(end), ACL_SUCCESS);
   EXPECT_EQ(aclrtFreePhysical(h), ACL_SUCCESS);
   for (void* va : vas) EXPECT_EQ(aclrtReleaseMemAddress(va), ACL_SUCCESS);
@@ -272,7 +268,7 @@ TEST_F(Clients, A6_ExpectPtrHonouredAndContiguous) {
   ASSERT_EQ(aclrtMemcpy(at(pes[3], heap - 2 * kMiB), 2 * kMiB, at(pes[0], heap - 2 * kMiB), 2 * kMiB,
                         ACL_MEMCPY_DEVICE_TO_DEVICE),
             ACL_SUCCESS);
-  EXPECT_EQ(d2h(at(pes[3], heap - 2 * kMiB), 2 * kMiB), bytes);
+  EXPECT_EQ(get(at(pes[3], heap - 2 * kMiB), 2 * kMiB), bytes);
   for (size_t i = 0; i < pes.size(); ++i) {
     EXPECT_EQ(aclrtUnmapMem(at(pes[i], heap - 2 * kMiB)), ACL_SUCCESS);
     EXPECT_EQ(aclrtFreePhysical(hs[i]), ACL_SUCCESS);
@@ -316,9 +312,9 @@ TEST_F(Clients, A7_BackToBackHandlesAtInnerOffsets) {
   void* start = at(famem, kGiB - 2 * kMiB);
   const std::string bytes = pattern(span, 8);
   h2d(start, bytes);
-  EXPECT_EQ(d2h(start, span), bytes);
+  EXPECT_EQ(get(start, span), bytes);
   for (size_t i = 0; i < 8; ++i) {
-    EXPECT_EQ(d2h(pieces[i].va, 64), bytes.substr(2 * kMiB + i * 2 * kMiB, 64));
+    EXPECT_EQ(get(pieces[i].va, 64), bytes.substr(2 * kMiB + i * 2 * kMiB, 64));
   }
   void* end = at(pieces.back().va, pieces.back().size);
   const std::string tail = pattern(4 * kMiB, 9);
@@ -384,16 +380,15 @@ TEST_F(Clients, A8_DeviceMemoryUsableRightAfterMapWithoutSetAccess) {
   EXPECT_EQ(flags, static_cast<uint64_t>(ACL_RT_MEM_ACCESS_FLAGS_READWRITE));
   const std::string bytes = pattern(4 * kMiB, 10);
   h2d(va, bytes);
-  EXPECT_EQ(d2h(va, bytes.size()), bytes);
+  EXPECT_EQ(get(va, bytes.size()), bytes);
   ASSERT_EQ(aclrtMemset(at(va, kMiB), kMiB, 0x3c, kMiB), ACL_SUCCESS);
-  EXPECT_TRUE(all_bytes(d2h(at(va, kMiB), kMiB), 0x3c));
-  EXPECT_EQ(d2h(va, kMiB), bytes.substr(0, kMiB));
+  EXPECT_TRUE(all_bytes(get(at(va, kMiB), kMiB), 0x3c));
+  EXPECT_EQ(get(va, kMiB), bytes.substr(0, kMiB));
   // The host was granted nothing: a CPU dereference faults (emulation.md §4).
-  ChildResult r = run_in_child([&] {
+  EXPECT_CHILD_FAULT(run_cpu_access([&] {
     volatile unsigned char c = *static_cast<volatile unsigned char*>(va);
     return static_cast<int>(c) + 100;
-  });
-  EXPECT_EQ(r.signal, SIGSEGV);
+  }));
   EXPECT_EQ(aclrtUnmapMem(va), ACL_SUCCESS);
   EXPECT_EQ(aclrtFreePhysical(h), ACL_SUCCESS);
   EXPECT_EQ(aclrtReleaseMemAddress(va), ACL_SUCCESS);
@@ -455,7 +450,7 @@ TEST_F(Clients, A9_AllTeardownOrdersWork) {
   const std::string bytes = pattern(2 * kMiB, 12);
   h2d(va, bytes);
   EXPECT_EQ(aclrtFreePhysical(h), ACL_SUCCESS);
-  EXPECT_EQ(d2h(va, bytes.size()), bytes);
+  EXPECT_EQ(get(va, bytes.size()), bytes);
   EXPECT_EQ(mem_info().free, before.free - 2 * kMiB);
   EXPECT_EQ(aclrtUnmapMem(va), ACL_SUCCESS);
   EXPECT_EQ(mem_info().free, before.free);
@@ -473,7 +468,7 @@ TEST_F(Clients, A10_SleepModeNewHandleAtSameVaReadsZeros) {
     SCOPED_TRACE(cycle);
     const std::string bytes = pattern(size, 20 + cycle);
     h2d(va, bytes);
-    ASSERT_EQ(d2h(va, size), bytes);
+    ASSERT_EQ(get(va, size), bytes);
     // Pause: physical freed, VA kept.
     ASSERT_EQ(aclrtUnmapMem(va), ACL_SUCCESS);
     ASSERT_EQ(aclrtFreePhysical(h), ACL_SUCCESS);
@@ -482,7 +477,7 @@ TEST_F(Clients, A10_SleepModeNewHandleAtSameVaReadsZeros) {
     // Resume: a new handle at the same VA must not show the old bytes.
     h = make_handle(size);
     ASSERT_EQ(aclrtMapMem(va, size, 0, h, 0), ACL_SUCCESS);
-    EXPECT_TRUE(all_bytes(d2h(va, size), '\0'));
+    EXPECT_TRUE(all_bytes(get(va, size), '\0'));
   }
   EXPECT_EQ(aclrtUnmapMem(va), ACL_SUCCESS);
   EXPECT_EQ(aclrtFreePhysical(h), ACL_SUCCESS);

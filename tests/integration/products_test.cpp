@@ -4,15 +4,12 @@
 #include <algorithm>
 #include <initializer_list>
 
+#include "api/test_env.h"
 #include "integration/int_util.h"
 
 namespace {
 
 using namespace aclvmm_itest;
-
-constexpr aclError kOk = ACL_SUCCESS;
-constexpr aclError kNotSup = ACL_ERROR_RT_FEATURE_NOT_SUPPORT;  // 207000
-constexpr aclError kLinkNotSup = ACL_ERROR_RT_LINK_TYPE_NOT_SUPPORTED;  // 207021
 
 struct Family {
   const char* soc;
@@ -36,39 +33,22 @@ bool in(const Family& f, std::initializer_list<const char*> families) {
 class Products : public ::testing::TestWithParam<Family> {
  protected:
   void SetUp() override {
-    const char* old = getenv("ACLVMM_SOC");
-    had_old_ = old != nullptr;
-    if (old) old_ = old;
-    ASSERT_EQ(setenv("ACLVMM_SOC", GetParam().soc, 1), 0);
+    ASSERT_EQ(soc_.set(GetParam().soc), 0);
     ASSERT_EQ(aclInit(nullptr), ACL_SUCCESS);
     ASSERT_EQ(aclrtSetDevice(0), ACL_SUCCESS);
   }
   void TearDown() override {
     aclrtResetDeviceForce(0);
     EXPECT_EQ(aclFinalize(), ACL_SUCCESS);
-    if (had_old_) {
-      setenv("ACLVMM_SOC", old_.c_str(), 1);
-    } else {
-      unsetenv("ACLVMM_SOC");
-    }
+    soc_.restore();
   }
   const Family& fam() const { return GetParam(); }
 
-  aclrtDrvMemHandle handle(size_t size = k2M) {
-    aclrtPhysicalMemProp p = device_prop(0, ACL_MEM_HUGE);  // ACL_MEM_HUGE: every family
-    aclrtDrvMemHandle h = nullptr;
-    EXPECT_EQ(aclrtMallocPhysical(&h, size, &p, 0), ACL_SUCCESS);
-    return h;
-  }
-  void* reserve(size_t size) {
-    void* va = nullptr;
-    EXPECT_EQ(aclrtReserveMemAddress(&va, size, 0, nullptr, 0), ACL_SUCCESS);
-    return va;
-  }
+  // ACL_MEM_HUGE: the attribute every family supports.
+  aclrtDrvMemHandle handle(size_t size = k2M) { return make_handle(size, 0, ACL_MEM_HUGE); }
 
  private:
-  bool had_old_ = false;
-  std::string old_;
+  ScopedEnv soc_{"ACLVMM_SOC"};
 };
 
 TEST_P(Products, SocNameAndMemorySize) {
@@ -94,7 +74,7 @@ TEST_P(Products, SocNameAndMemorySize) {
 TEST_P(Products, ReserveMemAddressNoUCMemoryOnlyA3) {
   void* const fixed = reinterpret_cast<void*>(78ull << 40);  // Mooncake's 78 TB
   void* va = nullptr;
-  const aclError expected = in(fam(), {"A3"}) ? kOk : kNotSup;
+  const aclError expected = in(fam(), {"A3"}) ? kOk : kNotSupported;
   ASSERT_EQ(aclrtReserveMemAddressNoUCMemory(&va, kGiB, 0, fixed, 0), expected);
   if (expected != kOk) {
     EXPECT_EQ(va, nullptr);
@@ -103,7 +83,7 @@ TEST_P(Products, ReserveMemAddressNoUCMemoryOnlyA3) {
   EXPECT_EQ(va, fixed);
   // behavior.md §2: without expectPtr → 207000; size not a 1 GiB multiple / unaligned → 107000.
   void* other = nullptr;
-  EXPECT_EQ(aclrtReserveMemAddressNoUCMemory(&other, kGiB, 0, nullptr, 0), kNotSup);
+  EXPECT_EQ(aclrtReserveMemAddressNoUCMemory(&other, kGiB, 0, nullptr, 0), kNotSupported);
   EXPECT_EQ(aclrtReserveMemAddressNoUCMemory(&other, 3 * kMiB * 100, 0, at(fixed, 4 * kGiB), 0),
             ACL_ERROR_RT_PARAM_INVALID);
   EXPECT_EQ(aclrtReserveMemAddressNoUCMemory(&other, kGiB, 0, at(fixed, 4 * kGiB + 2 * kMiB), 0),
@@ -113,7 +93,7 @@ TEST_P(Products, ReserveMemAddressNoUCMemoryOnlyA3) {
   ASSERT_EQ(aclrtMapMem(va, k2M, 0, h, 0), kOk);
   const std::string bytes = pattern(k2M, 40);
   h2d(va, bytes);
-  EXPECT_EQ(d2h(va, k2M), bytes);
+  EXPECT_EQ(get(va, k2M), bytes);
   aclrtPtrAttributes attr{};
   ASSERT_EQ(aclrtPointerGetAttributes(va, &attr), kOk);
   EXPECT_EQ(attr.location.type, ACL_MEM_LOCATION_TYPE_DEVICE);
@@ -132,7 +112,7 @@ TEST_P(Products, MemMapSetLinkByFamily) {
     aclError expected;
   };
   const bool a3 = in(fam(), {"A3"}), f950 = in(fam(), {"950"});
-  const aclError other = (a3 || f950) ? kLinkNotSup : kNotSup;
+  const aclError other = (a3 || f950) ? kLinkNotSupported : kNotSupported;
   const Case cases[] = {
       {"SIO", ACL_RT_MEM_ACCESS_LINK_SIO, a3 ? kOk : other},
       {"HCCS", ACL_RT_MEM_ACCESS_LINK_HCCS, a3 ? kOk : other},
@@ -150,7 +130,7 @@ TEST_P(Products, MemMapSetLinkByFamily) {
   ASSERT_EQ(aclrtMapMem(va, k2M, 0, h, 0), kOk);
   const std::string bytes = pattern(4096, 41);
   h2d(va, bytes);
-  EXPECT_EQ(d2h(va, bytes.size()), bytes);
+  EXPECT_EQ(get(va, bytes.size()), bytes);
   EXPECT_EQ(aclrtUnmapMem(va), kOk);
   EXPECT_EQ(aclrtFreePhysical(h), kOk);
   EXPECT_EQ(aclrtReleaseMemAddress(va), kOk);
@@ -163,10 +143,10 @@ TEST_P(Products, MemMapSelectedLinkOnlyA3) {
   ASSERT_EQ(aclrtMapMem(src, 4 * kMiB, 0, h, 0), kOk);
   const std::string bytes = pattern(4 * kMiB, 42);
   h2d(src, bytes);
-  const aclError expected = in(fam(), {"A3"}) ? kOk : kNotSup;
+  const aclError expected = in(fam(), {"A3"}) ? kOk : kNotSupported;
   ASSERT_EQ(aclrtMemMapSelectedLink(dst, 4 * kMiB, src, ACL_RT_MEM_LINK_IDX_1), expected);
   if (expected == kOk) {
-    EXPECT_EQ(d2h(dst, bytes.size()), bytes);  // the same physical memory at a second VA
+    EXPECT_EQ(get(dst, bytes.size()), bytes);  // the same physical memory at a second VA
     EXPECT_EQ(aclrtUnmapMem(dst), kOk);
   }
   EXPECT_EQ(live_count("mappings"), 1);
@@ -183,7 +163,7 @@ TEST_P(Products, MemAllocManagedUnsupportedOutsideA2) {
   EXPECT_EQ(aclrtMemAllocManaged(&p, 4 * kMiB, 0), ACL_ERROR_INVALID_PARAM);
   // A2 supports managed memory, which is not implemented yet: only the other families are checked.
   if (in(fam(), {"A2"})) return;
-  EXPECT_EQ(aclrtMemAllocManaged(&p, 4 * kMiB, ACL_RT_MEM_ATTACH_GLOBAL), kNotSup);
+  EXPECT_EQ(aclrtMemAllocManaged(&p, 4 * kMiB, ACL_RT_MEM_ATTACH_GLOBAL), kNotSupported);
   EXPECT_EQ(p, nullptr);
 }
 
@@ -191,7 +171,7 @@ TEST_P(Products, MemP2PMapUnsupportedOnEdge) {
   aclrtDrvMemHandle h = handle();
   void* va = reserve(k2M);
   ASSERT_EQ(aclrtMapMem(va, k2M, 0, h, 0), kOk);
-  EXPECT_EQ(aclrtMemP2PMap(va, k2M, 1, 0), in(fam(), {"EDGE"}) ? kNotSup : kOk);
+  EXPECT_EQ(aclrtMemP2PMap(va, k2M, 1, 0), in(fam(), {"EDGE"}) ? kNotSupported : kOk);
   EXPECT_EQ(aclrtUnmapMem(va), kOk);
   EXPECT_EQ(aclrtFreePhysical(h), kOk);
   EXPECT_EQ(aclrtReleaseMemAddress(va), kOk);
@@ -201,7 +181,7 @@ TEST_P(Products, ExpectPtrMustBeNullOn950) {
   void* found = reserve(kGiB);
   ASSERT_EQ(aclrtReleaseMemAddress(found), kOk);
   void* va = nullptr;
-  const aclError expected = in(fam(), {"950"}) ? kNotSup : kOk;
+  const aclError expected = in(fam(), {"950"}) ? kNotSupported : kOk;
   ASSERT_EQ(aclrtReserveMemAddress(&va, kGiB, 0, found, 0), expected);
   if (expected == kOk) {
     EXPECT_EQ(va, found);
@@ -223,11 +203,11 @@ TEST_P(Products, DeviceMemoryAttributes) {
     aclrtMemAttr attr;
     aclError expected;
   } cases[] = {
-      {"ACL_HBM_MEM_HUGE", ACL_HBM_MEM_HUGE, big3 ? kOk : kNotSup},
-      {"ACL_HBM_MEM_NORMAL", ACL_HBM_MEM_NORMAL, big3 ? kOk : kNotSup},
-      {"ACL_HBM_MEM_HUGE1G", ACL_HBM_MEM_HUGE1G, big3 ? kOk : kNotSup},
-      {"ACL_MEM_HUGE1G", ACL_MEM_HUGE1G, in(fam(), {"A3", "A2"}) ? kOk : kNotSup},
-      {"ACL_MEM_P2P_HUGE1G", ACL_MEM_P2P_HUGE1G, in(fam(), {"A3"}) ? kOk : kNotSup},
+      {"ACL_HBM_MEM_HUGE", ACL_HBM_MEM_HUGE, big3 ? kOk : kNotSupported},
+      {"ACL_HBM_MEM_NORMAL", ACL_HBM_MEM_NORMAL, big3 ? kOk : kNotSupported},
+      {"ACL_HBM_MEM_HUGE1G", ACL_HBM_MEM_HUGE1G, big3 ? kOk : kNotSupported},
+      {"ACL_MEM_HUGE1G", ACL_MEM_HUGE1G, in(fam(), {"A3", "A2"}) ? kOk : kNotSupported},
+      {"ACL_MEM_P2P_HUGE1G", ACL_MEM_P2P_HUGE1G, in(fam(), {"A3"}) ? kOk : kNotSupported},
       {"ACL_MEM_NORMAL", ACL_MEM_NORMAL, kOk},
       {"ACL_MEM_HUGE", ACL_MEM_HUGE, kOk},
       {"ACL_MEM_P2P_NORMAL", ACL_MEM_P2P_NORMAL, kOk},
@@ -268,13 +248,13 @@ TEST_P(Products, OneGiBPagesRule) {
     aclrtMemAttr attr;
     aclError expected;
   } cases[] = {
-      {"HOST + ACL_MEM_P2P_HUGE1G", ACL_MEM_LOCATION_TYPE_HOST, ACL_MEM_P2P_HUGE1G, has1g ? kOk : kNotSup},
+      {"HOST + ACL_MEM_P2P_HUGE1G", ACL_MEM_LOCATION_TYPE_HOST, ACL_MEM_P2P_HUGE1G, has1g ? kOk : kNotSupported},
       {"HOST_NUMA + ACL_MEM_P2P_HUGE1G (Mooncake)", ACL_MEM_LOCATION_TYPE_HOST_NUMA, ACL_MEM_P2P_HUGE1G,
-       has1g ? kOk : kNotSup},
-      {"HOST + ACL_MEM_HUGE1G (DDR, not P2P)", ACL_MEM_LOCATION_TYPE_HOST, ACL_MEM_HUGE1G, kNotSup},
+       has1g ? kOk : kNotSupported},
+      {"HOST + ACL_MEM_HUGE1G (DDR, not P2P)", ACL_MEM_LOCATION_TYPE_HOST, ACL_MEM_HUGE1G, kNotSupported},
       {"HOST + ACL_HBM_MEM_HUGE1G (HBM kept for host)", ACL_MEM_LOCATION_TYPE_HOST, ACL_HBM_MEM_HUGE1G,
-       kNotSup},
-      {"DEVICE + ACL_HBM_MEM_HUGE1G", ACL_MEM_LOCATION_TYPE_DEVICE, ACL_HBM_MEM_HUGE1G, has1g ? kOk : kNotSup},
+       kNotSupported},
+      {"DEVICE + ACL_HBM_MEM_HUGE1G", ACL_MEM_LOCATION_TYPE_DEVICE, ACL_HBM_MEM_HUGE1G, has1g ? kOk : kNotSupported},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.name);
@@ -289,7 +269,7 @@ TEST_P(Products, OneGiBPagesRule) {
     ASSERT_EQ(aclrtMapMem(va, kGiB, 0, h, 0), kOk);
     const std::string bytes = pattern(4096, 43);
     h2d(at(va, kGiB - 4096), bytes);
-    EXPECT_EQ(d2h(at(va, kGiB - 4096), 4096), bytes);
+    EXPECT_EQ(get(at(va, kGiB - 4096), 4096), bytes);
     if (c.type != ACL_MEM_LOCATION_TYPE_DEVICE) {  // host memory: the CPU reads it directly
       EXPECT_EQ(std::memcmp(at(va, kGiB - 4096), bytes.data(), 4096), 0);
     }

@@ -77,11 +77,11 @@ TEST_F(Scale, OneHandleAtAMillionAddresses) {
     const size_t i = pick(rng), j = pick(rng), off = inner(rng) & ~size_t(4095) & (k2M - 65536);
     const std::string bytes = pattern(65536, 50 + round);
     h2d(at(rsv, i * k2M + off), bytes);
-    EXPECT_EQ(d2h(at(rsv, j * k2M + off), bytes.size()), bytes);
+    EXPECT_EQ(get(at(rsv, j * k2M + off), bytes.size()), bytes);
   }
   // A copy spanning many consecutive mappings sees the same 2 MiB repeated.
-  const std::string page = d2h(at(rsv, 7 * k2M), k2M);
-  const std::string run = d2h(at(rsv, 100 * k2M), 4 * k2M);
+  const std::string page = get(at(rsv, 7 * k2M), k2M);
+  const std::string run = get(at(rsv, 100 * k2M), 4 * k2M);
   for (int k = 0; k < 4; ++k) EXPECT_EQ(run.compare(k * k2M, k2M, page), 0) << k;
 
   const auto t1 = Clock::now();
