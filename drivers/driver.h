@@ -31,6 +31,36 @@ class PhysicalMemory {
   virtual int fill(uint64_t offset, uint8_t value, size_t n) = 0;
   // A file descriptor that represents the memory (for passing to another process), or -1.
   virtual int fd() const = 0;
+  // Allocates the pages of [offset, offset+n) now (their content is unchanged): fault tracking
+  // can only hand the CPU pages that exist.
+  virtual int populate(uint64_t offset, size_t n) = 0;
+};
+
+struct CpuFault {
+  uint64_t address = 0;
+  bool write = false;
+};
+
+// CPU fault tracking for managed memory, without a process-wide signal handler: the CPU's access
+// to a watched range is revoked, the next CPU access to it blocks and is reported by next_fault(),
+// and resolve() lets the CPU in again and wakes the blocked thread. Watched ranges must be
+// mapped MAP_SHARED from a PhysicalMemory's descriptor, in 2 MiB-aligned pieces.
+class FaultTracker {
+ public:
+  virtual ~FaultTracker() = default;
+  // 0 when faults can be tracked on this machine (else -errno, e.g. -EPERM); idempotent.
+  virtual int start() = 0;
+  virtual bool started() const = 0;
+  // Closes the tracker (nothing may be watched any more); start() may open it again.
+  virtual void stop() = 0;
+  virtual int watch(uint64_t va, uint64_t size) = 0;
+  virtual int unwatch(uint64_t va, uint64_t size) = 0;
+  // The CPU's next access to [va, va+size) faults (the bytes stay in the physical memory).
+  virtual int revoke(uint64_t va, uint64_t size) = 0;
+  // The CPU may access [va, va+size) again; threads blocked on it resume.
+  virtual int resolve(uint64_t va, uint64_t size) = 0;
+  // Waits up to timeout_ms for a fault: 0 with *fault set, -ETIMEDOUT, or -errno.
+  virtual int next_fault(int timeout_ms, CpuFault* fault) = 0;
 };
 
 struct PhysicalRequest {
@@ -106,11 +136,14 @@ class Backend {
 
   // The inter-process transport for sharing memory.
   virtual ShareTransport& share_transport() = 0;
+  // CPU fault tracking for managed memory.
+  virtual FaultTracker& fault_tracker() = 0;
 
   // Host facts.
   virtual uint64_t host_memory_total() = 0;
   virtual uint64_t host_memory_free() = 0;
   virtual int numa_node_count() = 0;  // 0 when NUMA is not available
+  virtual int current_numa_node() = 0;  // of the calling thread's CPU; 0 without NUMA
   virtual size_t host_page_size() = 0;
 };
 

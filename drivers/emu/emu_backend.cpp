@@ -52,6 +52,7 @@ int EmuBackend::host_fill(void* dst, uint8_t value, size_t n) {
 uint64_t EmuBackend::host_memory_total() { return emu::host_memory_total(); }
 uint64_t EmuBackend::host_memory_free() { return emu::host_memory_free(); }
 int EmuBackend::numa_node_count() { return emu::numa_node_count(); }
+int EmuBackend::current_numa_node() { return emu::current_numa_node(); }
 size_t EmuBackend::host_page_size() { return static_cast<size_t>(page_size()); }
 
 }  // namespace aclvmm::drv::emu

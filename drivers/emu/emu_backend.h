@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "drivers/driver.h"
+#include "drivers/emu/fault_tracker.h"
 #include "drivers/emu/share_transport.h"
 
 namespace aclvmm::drv::emu {
@@ -30,14 +31,17 @@ class EmuBackend final : public Backend {
   int host_fill(void* dst, uint8_t value, size_t n) override;
 
   ShareTransport& share_transport() override { return share_transport_; }
+  FaultTracker& fault_tracker() override { return fault_tracker_; }
 
   uint64_t host_memory_total() override;
   uint64_t host_memory_free() override;
   int numa_node_count() override;
+  int current_numa_node() override;
   size_t host_page_size() override;
 
  private:
   UnixShareTransport share_transport_;
+  UffdFaultTracker fault_tracker_;
 };
 
 }  // namespace aclvmm::drv::emu

@@ -1,6 +1,7 @@
 #include "drivers/emu/host_info.h"
 
 #include <numa.h>
+#include <sched.h>
 #include <numaif.h>
 #include <sys/sysinfo.h>
 
@@ -69,6 +70,13 @@ int bind_numa(uint64_t va, uint64_t size, int node) {
               kMaskBits + 1, MPOL_MF_MOVE) != 0)
     return -errno;
   return 0;
+}
+
+int current_numa_node() {
+  if (numa_available() < 0) return 0;
+  int cpu = sched_getcpu();
+  int node = cpu < 0 ? 0 : numa_node_of_cpu(cpu);
+  return node < 0 ? 0 : node;
 }
 
 }  // namespace aclvmm::drv::emu

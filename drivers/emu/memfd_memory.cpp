@@ -180,4 +180,17 @@ int MemfdMemory::fill(uint64_t offset, uint8_t value, size_t n) {
   return write_pattern(offset, value, n);
 }
 
+// Mode 0 allocates the missing pages without touching the ones already there, and cannot grow the
+// file because the range lies inside it. Fault tracking needs the pages in the page cache: only a
+// cached page can be handed back to the CPU after a revoke.
+int MemfdMemory::populate(uint64_t offset, size_t n) {
+  if (int rc = check_range(offset, n)) return rc;
+  if (n == 0) return 0;
+  int rc;
+  do {
+    rc = ::fallocate(fd_, 0, static_cast<off_t>(offset), static_cast<off_t>(n));
+  } while (rc != 0 && errno == EINTR);
+  return rc == 0 ? 0 : -errno;
+}
+
 }  // namespace aclvmm::drv::emu

@@ -26,6 +26,7 @@ class MemfdMemory final : public PhysicalMemory {
   int write(uint64_t offset, const void* src, size_t n) override;
   int fill(uint64_t offset, uint8_t value, size_t n) override;
   int fd() const override { return fd_; }
+  int populate(uint64_t offset, size_t n) override;
 
  private:
   MemfdMemory(int fd, uint64_t size) : fd_(fd), size_(size) {}

@@ -92,8 +92,9 @@ aclError aclrtMemP2PMap(void* devPtr, size_t size, int32_t dstDevId, uint64_t fl
   if (!info.ok() || info->kind != PointerInfo::kDevice) {
     return api::fail(api, ACL_ERROR_RT_PARAM_INVALID, "devPtr is not device memory");
   }
-  // Emulated devices share one fabric; validation is all a peer mapping needs here.
-  return ACL_SUCCESS;
+  // The peer's page tables gain the range: device memory mappings there become read-write for
+  // the peer, and an aclrtMalloc block's device opens peer access with it.
+  return api::finish(api, vmm::p2p_map(api::addr(devPtr), size, *dev));
 }
 
 }  // extern "C"

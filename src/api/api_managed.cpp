@@ -1,9 +1,9 @@
-// Managed (unified) memory: allocation, advice, attributes, prefetch.
-//
-// The ACL-layer and runtime argument checks (behavior.md section 10) and the product gating are
-// complete; the migration model itself is issue 4 and answers 207000 until then (the UVM sample's
-// "skip" signal).
+// Managed (unified) memory: allocation, advice, attributes, prefetch (behavior.md section 10).
+// The ACL-layer and runtime checks are here; the migration model is core/managed.cpp.
 #include "api/api_common.h"
+#include <vector>
+
+#include "core/log.h"
 #include "core/runtime.h"
 
 using namespace aclvmm;
@@ -18,9 +18,43 @@ aclError gate(const char* api) {
   return ACL_SUCCESS;
 }
 
-aclError not_yet(const char* api) {
-  return api::fail(api, ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                   "managed memory is not available in this build yet");
+// Converts an ACL managed location to the core's: device ids become physical ids, the calling
+// thread's NUMA node stands in for HOST_NUMA_CURRENT.
+ManagedLocation to_core(const aclrtMemManagedLocation& loc) {
+  ManagedLocation out;
+  out.type = api::raw(loc.type);
+  out.id = loc.id;
+  if (out.type == ACL_MEM_LOCATIONTYPE_DEVICE) {
+    auto phys = Runtime::get().physical_device(loc.id);
+    out.id = phys.ok() ? *phys : loc.id;
+  } else if (out.type == ACL_MEM_LOCATIONTYPE_HOST_NUMA_CURRENT) {
+    out.type = ACL_MEM_LOCATIONTYPE_HOST_NUMA;
+    out.id = Runtime::get().backend().current_numa_node();
+  }
+  return out;
+}
+
+// The range must lie in the managed window (107000); unallocated pages are the core's 507899.
+aclError check_window(const char* api, const void* ptr) {
+  if (!Runtime::get().managed().in_window(api::addr(ptr))) {
+    return api::fail(api, ACL_ERROR_RT_PARAM_INVALID, "the address is not managed memory");
+  }
+  return ACL_SUCCESS;
+}
+
+Status prefetch_on(aclrtStream stream, std::vector<std::pair<uint64_t, uint64_t>> ranges,
+                   ManagedLocation where) {
+  auto s = Runtime::get().resolve_stream(api::token(stream));
+  if (!s.ok()) return s.status();
+  (*s)->enqueue([ranges = std::move(ranges), where] {
+    for (const auto& [va, size] : ranges) {
+      Status st = Runtime::get().managed().prefetch(va, size, where);
+      // The vendor only logs driver-side prefetch failures; the call already succeeded.
+      if (!st.ok()) ACLVMM_LOG_WARN("RUNTIME", "managed prefetch failed: {}", st.message());
+    }
+    return Status::Ok();
+  });
+  return Status::Ok();
 }
 
 aclError need_context(const char* api) {
@@ -54,6 +88,22 @@ bool attribute_valid(const aclrtMemManagedRangeAttribute& a) {
          api::raw(a) <= ACL_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION_ID;
 }
 
+aclError get_attr(const char* api, aclrtMemManagedRangeAttribute attribute, const void* ptr,
+                  size_t size, void* data, size_t dataSize) {
+  const int attr = api::raw(attribute);
+  if (aclError e = check_window(api, ptr)) return e;
+  const bool list = attr == ACL_MEM_RANGE_ATTRIBUTE_ACCESSED_BY;
+  if (list ? (dataSize == 0 || dataSize % 4 != 0) : dataSize != 4) {
+    return api::fail(api, ACL_ERROR_RT_PARAM_INVALID,
+                     "dataSize " + std::to_string(dataSize) +
+                         (list ? " must be a multiple of 4" : " must be 4 (one int32)"));
+  }
+  auto values = Runtime::get().managed().attribute(attr, api::addr(ptr), size, dataSize / 4);
+  if (!values.ok()) return api::finish(api, values.status());
+  std::memcpy(data, values->data(), values->size() * sizeof(int32_t));
+  return ACL_SUCCESS;
+}
+
 }  // namespace
 
 extern "C" {
@@ -66,7 +116,10 @@ aclError aclrtMemAllocManaged(void** ptr, uint64_t size, uint32_t flag) {
   if (size == 0) return api::fail(api, ACL_ERROR_RT_PARAM_INVALID, "size must be greater than 0");
   if (aclError e = gate(api)) return e;
   if (aclError e = need_context(api)) return e;
-  return not_yet(api);
+  auto p = Runtime::get().managed().allocate(size);
+  if (!p.ok()) return api::finish(api, p.status());
+  *ptr = reinterpret_cast<void*>(*p);
+  return ACL_SUCCESS;
 }
 
 aclError aclrtMemManagedAdvise(const void* const ptr, uint64_t size, aclrtMemManagedAdviseType advise,
@@ -81,7 +134,11 @@ aclError aclrtMemManagedAdvise(const void* const ptr, uint64_t size, aclrtMemMan
   if (aclError e = check_advise_location(api, location)) return e;
   if (aclError e = need_context(api)) return e;
   if (aclError e = gate(api)) return e;
-  return not_yet(api);
+  if (aclError e = check_window(api, ptr)) return e;
+  // The location type goes to the driver unconverted: HOST_NUMA_CURRENT is not valid advice.
+  ManagedLocation where = to_core(location);
+  if (api::raw(location.type) == ACL_MEM_LOCATIONTYPE_HOST_NUMA_CURRENT) where.type = 4;
+  return api::finish(api, Runtime::get().managed().advise(api::addr(ptr), size, api::raw(advise), where));
 }
 
 aclError aclrtMemManagedGetAttr(aclrtMemManagedRangeAttribute attribute, const void* ptr, size_t size,
@@ -92,9 +149,8 @@ aclError aclrtMemManagedGetAttr(aclrtMemManagedRangeAttribute attribute, const v
   ACLVMM_REQUIRE_NOT_NULL(api, data);
   if (size == 0) return api::invalid(api, "size must be greater than 0");
   if (!attribute_valid(attribute)) return api::fail(api, ACL_ERROR_RT_PARAM_INVALID, "attribute must be 1..8");
-  (void)dataSize;
   if (aclError e = gate(api)) return e;
-  return not_yet(api);
+  return get_attr(api, attribute, ptr, size, data, dataSize);
 }
 
 aclError aclrtMemManagedGetAttrs(aclrtMemManagedRangeAttribute* attributes, size_t numAttributes,
@@ -113,7 +169,11 @@ aclError aclrtMemManagedGetAttrs(aclrtMemManagedRangeAttribute* attributes, size
   }
   if (numAttributes == 0) return api::fail(api, ACL_ERROR_RT_PARAM_INVALID, "numAttributes must be > 0");
   if (aclError e = gate(api)) return e;
-  return not_yet(api);
+  for (size_t i = 0; i < numAttributes; ++i) {
+    if (!data[i]) return api::invalid(api, "data[" + std::to_string(i) + "] must not be NULL");
+    if (aclError e = get_attr(api, attributes[i], ptr, size, data[i], dataSizes[i])) return e;
+  }
+  return ACL_SUCCESS;
 }
 
 aclError aclrtMemManagedPrefetchAsync(const void* ptr, size_t size, aclrtMemManagedLocation location,
@@ -124,9 +184,8 @@ aclError aclrtMemManagedPrefetchAsync(const void* ptr, size_t size, aclrtMemMana
   if (size == 0) return api::invalid(api, "size must be greater than 0");
   if (flags != 0) return api::invalid(api, "flags must be 0");
   if (aclError e = check_prefetch_location(api, location)) return e;
-  (void)stream;
   if (aclError e = gate(api)) return e;
-  return not_yet(api);
+  return api::finish(api, prefetch_on(stream, {{api::addr(ptr), size}}, to_core(location)));
 }
 
 aclError aclrtMemManagedPrefetchBatchAsync(const void** ptrs, size_t* sizes, size_t count,
@@ -153,9 +212,16 @@ aclError aclrtMemManagedPrefetchBatchAsync(const void** ptrs, size_t* sizes, siz
   for (size_t i = 0; i < count; ++i) {
     if (!ptrs[i]) return api::fail(api, ACL_ERROR_RT_PARAM_INVALID, "ptrs[" + std::to_string(i) + "] is NULL");
   }
-  (void)stream;
   if (aclError e = gate(api)) return e;
-  return not_yet(api);
+  // prefetchLocs[k] applies to ptrs[prefetchLocIdxs[k]] up to the next index.
+  for (size_t k = 0; k < numPrefetchLocs; ++k) {
+    const size_t end = k + 1 < numPrefetchLocs ? prefetchLocIdxs[k + 1] : count;
+    std::vector<std::pair<uint64_t, uint64_t>> ranges;
+    for (size_t i = prefetchLocIdxs[k]; i < end; ++i) ranges.emplace_back(api::addr(ptrs[i]), sizes[i]);
+    Status st = prefetch_on(stream, std::move(ranges), to_core(prefetchLocs[k]));
+    if (!st.ok()) return api::finish(api, st);
+  }
+  return ACL_SUCCESS;
 }
 
 }  // extern "C"

@@ -158,6 +158,10 @@ aclError aclrtPointerGetAttributes(const void* ptr, aclrtPtrAttributes* attribut
       attributes->location.type = ACL_MEM_LOCATION_TYPE_HOST;
       attributes->location.id = 0;
       break;
+    case PointerInfo::kManaged:
+      attributes->location.type = ACL_MEM_LOCATION_TYPE_MANAGED;
+      attributes->location.id = static_cast<uint32_t>(Runtime::get().user_device(info->device));
+      break;
     case PointerInfo::kUnregistered:
       attributes->location.type = ACL_MEM_LOCATION_TYPE_UNREGISTERED;
       attributes->location.id = 0;

@@ -92,7 +92,7 @@ struct Translation {
 };
 
 struct PointerInfo {
-  enum Kind { kDevice, kHost, kUnregistered } kind = kUnregistered;
+  enum Kind { kDevice, kHost, kUnregistered, kManaged } kind = kUnregistered;
   int device = 0;           // physical device id for kDevice
   uint32_t page_size = 0;
 };
@@ -134,11 +134,18 @@ class AddressSpace {
   Status set_access(uint64_t va, uint64_t size, const std::vector<AccessChange>& changes,
                     bool quirks);
   StatusOr<int> get_access(uint64_t va, bool host, int device) const;
+  // aclrtMemP2PMap: `device` gets read-write access to every device mapping overlapping
+  // [va, va+size). Returns the owner of an aclrtMalloc block there (the caller opens peer access
+  // to it), or -1.
+  StatusOr<int> grant_peer(uint64_t va, uint64_t size, int device);
 
   // Queries.
   StatusOr<AddressRange> address_range(uint64_t ptr) const;
   StatusOr<PointerInfo> pointer_info(uint64_t ptr, size_t host_page) const;
   Status translate(uint64_t va, uint64_t n, bool write, const Accessor& who, Translation* out) const;
+
+  uint64_t uvm_window() const { return uvm_window_; }
+  uint64_t uvm_window_size() const { return uvm_window_size_; }
 
   // Statistics.
   size_t region_count(RegionKind kind) const;

@@ -160,6 +160,28 @@ Status AddressSpace::set_access(uint64_t va, uint64_t size, const std::vector<Ac
   return Status::Ok();
 }
 
+StatusOr<int> AddressSpace::grant_peer(uint64_t va, uint64_t size, int device) {
+  std::unique_lock<std::shared_mutex> lock(mu_);
+  Region* r = find_region(va);
+  if (!r || r->kind == RegionKind::kHostPinned) {
+    return Error(ACL_ERROR_RT_PARAM_INVALID, hex(va) + " is not device memory");
+  }
+  if (r->kind == RegionKind::kDeviceMalloc) return r->device;
+  if (size > r->base + r->size - va) {
+    return Error(ACL_ERROR_RT_PARAM_INVALID, "the range runs past its reservation");
+  }
+  size_t granted = 0;
+  for (auto& [start, m] : r->mappings) {
+    if (m.va + m.size <= va || m.va >= va + size || !m.phys->on_device()) continue;
+    m.access.set_device(device, 3);
+    ++granted;
+  }
+  if (granted == 0) {
+    return Error(ACL_ERROR_RT_DRV_INTERNAL_ERROR, "no device memory is mapped in the range at " + hex(va));
+  }
+  return -1;
+}
+
 StatusOr<int> AddressSpace::get_access(uint64_t va, bool host, int device) const {
   std::shared_lock<std::shared_mutex> lock(mu_);
   const Region* r = find_region(va);

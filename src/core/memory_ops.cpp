@@ -56,12 +56,18 @@ Status transfer(const Translation& t, uint64_t va, uint64_t off, void* buf, uint
 
 }  // namespace
 
+Status translate(uint64_t va, uint64_t n, bool write, const Accessor& who, Translation* out) {
+  Runtime& rt = Runtime::get();
+  // Managed memory migrates to the executing device; without one it is reached in place.
+  if (rt.managed().in_window(va)) return rt.managed().device_access(va, n, who.device, write, out);
+  return rt.space().translate(va, n, write, who, out);
+}
+
 Status copy(void* dst, const void* src, size_t n, const Accessor& who) {
-  AddressSpace& space = Runtime::get().space();
   const uint64_t d = reinterpret_cast<uint64_t>(dst), s = reinterpret_cast<uint64_t>(src);
   Translation td, ts;
-  ACLVMM_RETURN_IF_ERROR(space.translate(d, n, true, who, &td));
-  ACLVMM_RETURN_IF_ERROR(space.translate(s, n, false, who, &ts));
+  ACLVMM_RETURN_IF_ERROR(translate(d, n, true, who, &td));
+  ACLVMM_RETURN_IF_ERROR(translate(s, n, false, who, &ts));
   if (ts.cpu) return transfer(td, d, 0, const_cast<void*>(src), n, true);
   if (td.cpu) return transfer(ts, s, 0, dst, n, false);
   thread_local std::unique_ptr<uint8_t[]> bounce;
@@ -79,7 +85,7 @@ Status fill(void* dst, uint8_t value, size_t n, const Accessor& who) {
   Runtime& rt = Runtime::get();
   const uint64_t d = reinterpret_cast<uint64_t>(dst);
   Translation t;
-  ACLVMM_RETURN_IF_ERROR(rt.space().translate(d, n, true, who, &t));
+  ACLVMM_RETURN_IF_ERROR(translate(d, n, true, who, &t));
   if (t.cpu) {
     int rc = rt.backend().host_fill(dst, value, n);
     return rc == 0 ? Status::Ok() : io_error(rc, "filling", d);

@@ -49,6 +49,7 @@ Status Runtime::start_locked() {
     if (!backend_) return Error(kAclInvalidParam, "no driver backend called " + cfg->driver);
     ACLVMM_RETURN_IF_ERROR(space_.claim_windows(backend_.get()));
     sharing_.attach(&backend_->share_transport());
+    managed_.attach(backend_.get(), space_.uvm_window(), space_.uvm_window_size());
     std::atexit(at_exit);
   }
   config_ = std::move(*cfg);
@@ -122,6 +123,10 @@ void Runtime::teardown(const char* why) {
     contexts_.remove(token);
   }
   for (auto& mask : peer_masks_) mask.store(0);
+  if (size_t n = managed_.release_all()) {
+    ACLVMM_LOG_WARN("RUNTIME", "{}: released {} managed allocation(s) created by aclrtMemAllocManaged",
+                    why, n);
+  }
   for (auto& region : space_.clear()) {
     const bool vmm = region->kind == RegionKind::kReservation ||
                      region->kind == RegionKind::kNoUcReservation;

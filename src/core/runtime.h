@@ -17,6 +17,7 @@
 #include "core/address_space.h"
 #include "core/config.h"
 #include "core/handle_table.h"
+#include "core/managed.h"
 #include "core/physical.h"
 #include "core/share_service.h"
 #include "core/status.h"
@@ -61,6 +62,7 @@ class Runtime {
   HandleTable<Context>& contexts() { return contexts_; }
   HandleTable<Stream>& streams() { return streams_; }
   ShareService& sharing() { return sharing_; }
+  ManagedMemory& managed() { return managed_; }
   bool quirks() const { return config_.quirks_vendor; }
 
   // Devices. User ids are what the application sees (after ASCEND_RT_VISIBLE_DEVICES); physical
@@ -117,6 +119,7 @@ class Runtime {
   HandleTable<Context> contexts_{0xc0c1};
   HandleTable<Stream> streams_{0x57e4};
   ShareService sharing_;
+  ManagedMemory managed_;
 };
 
 }  // namespace aclvmm

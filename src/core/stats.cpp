@@ -31,20 +31,24 @@ std::string stats_json(bool start) {
                            devices.empty() ? "" : ", ", i, pool->total(), pool->used());
   }
   AddressSpace& space = rt.space();
+  ManagedMemory& m = rt.managed();
+  const ManagedStats& ms = m.stats();
   return fmt::format(
       "{{\"soc\": {}, \"family\": {}, \"driver\": {}, \"devices\": [{}], "
       "\"live\": {{\"physical_handles\": {}, \"reservations\": {}, \"mappings\": {}, "
-      "\"exports\": {}, \"imports\": {}, \"managed_allocations\": 0, \"device_allocations\": {}, "
+      "\"exports\": {}, \"imports\": {}, \"managed_allocations\": {}, \"device_allocations\": {}, "
       "\"host_allocations\": {}}}, "
-      "\"managed\": {{\"fault_tracking\": false, \"host_faults\": 0, \"device_faults\": 0, "
-      "\"bytes_to_device\": 0, \"bytes_to_host\": 0, \"evictions\": 0, \"prefetch_bytes\": 0}}, "
+      "\"managed\": {{\"fault_tracking\": {}, \"host_faults\": {}, \"device_faults\": {}, "
+      "\"bytes_to_device\": {}, \"bytes_to_host\": {}, \"evictions\": {}, \"prefetch_bytes\": {}}}, "
       "\"ipc\": {{\"imports_denied\": {}}}}}",
       quoted(cfg.product.soc), quoted(cfg.product.family_name()), quoted(cfg.driver), devices,
       rt.physical().size(),
       space.region_count(RegionKind::kReservation) + space.region_count(RegionKind::kNoUcReservation),
       space.mapping_count(), rt.sharing().live_exports(), rt.sharing().live_imports(),
-      space.region_count(RegionKind::kDeviceMalloc), space.region_count(RegionKind::kHostPinned),
-      rt.sharing().denied());
+      rt.managed().live(), space.region_count(RegionKind::kDeviceMalloc),
+      space.region_count(RegionKind::kHostPinned), m.fault_tracking() ? "true" : "false",
+      ms.host_faults.load(), ms.device_faults.load(), ms.bytes_to_device.load(),
+      ms.bytes_to_host.load(), ms.evictions.load(), ms.prefetch_bytes.load(), rt.sharing().denied());
 }
 
 void write_stats_file_at_exit() {

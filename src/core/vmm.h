@@ -32,6 +32,8 @@ Status set_access(uint64_t va, uint64_t size, const std::vector<AccessChange>& c
 StatusOr<int> get_access(uint64_t va, bool host, int device);
 
 StatusOr<AddressRange> address_range(uint64_t ptr);
+// aclrtMemP2PMap: the peer device `device` reaches [ptr, ptr+size) of another device's memory.
+Status p2p_map(uint64_t ptr, uint64_t size, int device);
 StatusOr<PointerInfo> pointer_info(uint64_t ptr);
 
 // aclrtMalloc / aclrtMallocHost and their frees.

@@ -62,6 +62,8 @@ StatusOr<uint64_t> device_malloc(uint64_t size, int policy) {
 }
 
 Status device_free(uint64_t ptr) {
+  Runtime& rt = Runtime::get();
+  if (rt.managed().in_window(ptr)) return rt.managed().free(ptr);
   auto region = Runtime::get().space().remove_allocation(ptr, RegionKind::kDeviceMalloc);
   return region.status();
 }

@@ -94,12 +94,35 @@ StatusOr<int> get_access(uint64_t va, bool host, int device) {
 }
 
 StatusOr<AddressRange> address_range(uint64_t ptr) {
-  return Runtime::get().space().address_range(ptr);
+  Runtime& rt = Runtime::get();
+  if (rt.managed().in_window(ptr)) {
+    auto r = rt.managed().range_of(ptr);
+    if (!r.ok()) return Error(ACL_ERROR_RT_PARAM_INVALID, r.status().message());
+    return r;
+  }
+  return rt.space().address_range(ptr);
+}
+
+Status p2p_map(uint64_t ptr, uint64_t size, int device) {
+  Runtime& rt = Runtime::get();
+  auto owner = rt.space().grant_peer(ptr, size, device);
+  if (!owner.ok()) return owner.status();
+  if (*owner >= 0 && *owner != device) rt.enable_peer_pair(device, *owner);
+  return Status::Ok();
 }
 
 StatusOr<PointerInfo> pointer_info(uint64_t ptr) {
   Runtime& rt = Runtime::get();
   if (!rt.svm_ready()) return no_device_opened();
+  if (rt.managed().in_window(ptr)) {
+    auto r = rt.managed().range_of(ptr);
+    if (!r.ok()) return r.status();
+    PointerInfo info;
+    info.kind = PointerInfo::kManaged;
+    info.device = 0;  // the driver leaves the id 0 for managed memory
+    info.page_size = static_cast<uint32_t>(kChunk);
+    return info;
+  }
   return rt.space().pointer_info(ptr, rt.backend().host_page_size());
 }
 

@@ -70,6 +70,8 @@ class WindowReleasingBackend final : public drv::Backend {
   }
   int unmap_cpu(uint64_t va, uint64_t size) override { return real_->unmap_cpu(va, size); }
   drv::ShareTransport& share_transport() override { return real_->share_transport(); }
+  drv::FaultTracker& fault_tracker() override { return real_->fault_tracker(); }
+  int current_numa_node() override { return real_->current_numa_node(); }
   int bind_numa(uint64_t va, uint64_t size, int node) override {
     return real_->bind_numa(va, size, node);
   }

@@ -1,0 +1,68 @@
+// The emu backend's fault tracker: userfaultfd minor faults on shared memfd mappings.
+//
+// A revoked range keeps its bytes in the memfd's page cache; only the CPU's page-table entries are
+// dropped. Registered in minor mode, the next CPU access to such a page finds the page in the cache
+// but no entry for it, so the kernel blocks the thread and queues a message instead of mapping the
+// page; UFFDIO_CONTINUE maps the cached pages (with whatever the device wrote meanwhile) and wakes
+// the thread. Nothing is process-wide: no signal handler, only this descriptor's ranges.
+//
+// Things the caller must know:
+// - Registration belongs to the mapping, not to the address: a new mmap over a watched range
+//   (map_cpu, unmap_cpu) drops it, so the range must be watched again after remapping.
+// - Kernel-mode accesses: the descriptor is created user-mode-only when the kernel allows it (that
+//   is what lets an unprivileged process use it), and then a system call or process_vm_readv
+//   (host_copy) touching a revoked page fails with EFAULT instead of waiting: resolve such pages
+//   before handing them to the kernel. user_mode_only() tells which kind was created.
+// - Only pages present in the memfd's page cache can be handed back; populate() them before
+//   revoking. A page that left the cache anyway (a hole punched by fill(0)) is not mapped by
+//   resolve(); its waiters are woken and then fault the page in normally (it reads as zeros).
+// - fork(): without UFFD_FEATURE_EVENT_FORK the child's mappings are not registered (its accesses
+//   fault normally), but the inherited descriptor still refers to the parent's address space, so a
+//   forked child must not call this object.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+
+#include "drivers/driver.h"
+
+namespace aclvmm::drv::emu {
+
+// Every method is thread-safe. Before start() succeeds, the others return -EBADF.
+// Ranges must be page-aligned and non-empty (-EINVAL).
+class UffdFaultTracker final : public FaultTracker {
+ public:
+  UffdFaultTracker() = default;
+  // Closing the descriptor unregisters every watched range and wakes every blocked thread.
+  ~UffdFaultTracker() override;
+  UffdFaultTracker(const UffdFaultTracker&) = delete;
+  UffdFaultTracker& operator=(const UffdFaultTracker&) = delete;
+
+  // -EOPNOTSUPP when the kernel cannot report minor faults on shmem.
+  int start() override;
+  bool started() const override { return fd_.load(std::memory_order_acquire) >= 0; }
+  void stop() override;
+  bool user_mode_only() const { return user_mode_only_.load(std::memory_order_acquire); }
+
+  int watch(uint64_t va, uint64_t size) override;
+  // Also wakes threads blocked in the range: the kernel does that itself for missing-mode ranges
+  // only, and a minor-mode waiter would otherwise sleep until the descriptor is closed.
+  int unwatch(uint64_t va, uint64_t size) override;
+  int revoke(uint64_t va, uint64_t size) override;
+  // Every thread blocked in the range is woken, whatever the result; also after the range was
+  // unwatched or remapped in the meantime.
+  int resolve(uint64_t va, uint64_t size) override;
+  // timeout_ms < 0 waits without limit. Several threads faulting on one page give several faults.
+  int next_fault(int timeout_ms, CpuFault* fault) override;
+
+ private:
+  int fd() const { return fd_.load(std::memory_order_acquire); }
+  int resolve_pages(int fd, uint64_t va, uint64_t end);
+
+  std::mutex start_mu_;
+  std::atomic<int> fd_{-1};
+  std::atomic<bool> user_mode_only_{false};
+};
+
+}  // namespace aclvmm::drv::emu
