@@ -124,6 +124,7 @@ StatusOr<Config> load_config() {
     c.faults = *rules;
   }
   c.stats_file = env("ACLVMM_STATS_FILE");
+  c.trace_file = env("ACLVMM_TRACE_FILE");
   if (std::string v = env("ACLVMM_DRIVER"); !v.empty()) {
     if (v != "emu") return bad("ACLVMM_DRIVER", v, "emu");
     c.driver = v;

@@ -24,6 +24,7 @@ struct Config {
   bool quirks_vendor = false;     // ACLVMM_QUIRKS=vendor
   std::vector<FaultRule> faults;
   std::string stats_file;
+  std::string trace_file;  // ACLVMM_TRACE_FILE: managed-memory events as Chrome trace JSON
   std::string driver = "emu";
   // User device id -> physical device id (ASCEND_RT_VISIBLE_DEVICES). A bad value does not fail
   // start-up: as in CANN, the device queries fail and say why.

@@ -7,6 +7,7 @@
 
 #include "core/log.h"
 #include "core/runtime.h"
+#include "core/trace.h"
 
 namespace aclvmm {
 namespace {
@@ -193,6 +194,7 @@ Status ManagedMemory::to_device(ManagedRange& r, size_t page, int device, Lock& 
     // Fault tracking hands the CPU existing pages only: allocate the page before revoking.
     r.memory->populate(page * kPage, kPage);
   }
+  trace::event(p.resident == kHostResident ? "to_device" : "device_to_device", va, device);
   p.resident = device;
   p.read_copies = 0;
   p.last_use = ++clock_;
@@ -205,6 +207,7 @@ void ManagedMemory::to_host(ManagedRange& r, size_t page, bool eviction) {
   ManagedPage& p = r.pages[page];
   if (p.resident == kHostResident) return;
   if (auto pool = Runtime::get().pool(p.resident)) pool->uncharge(kPage);
+  trace::event(eviction ? "eviction_to_host" : "to_host", r.base + page * kPage, p.resident);
   p.resident = kHostResident;
   stats_.bytes_to_host.fetch_add(kPage);
   if (eviction) stats_.evictions.fetch_add(1);
@@ -247,6 +250,7 @@ Status ManagedMemory::device_access(uint64_t va, uint64_t n, int device, bool wr
       if (p.read_mostly && !write) {
         // A read copy: the page stays where it is and the device reads its own copy.
         if (!((p.read_copies >> device) & 1)) {
+          trace::event("read_copy", r->base + i * kPage, device);
           p.read_copies |= 1ull << device;
           stats_.bytes_to_device.fetch_add(kPage);
           stats_.device_faults.fetch_add(1);
@@ -257,6 +261,7 @@ Status ManagedMemory::device_access(uint64_t va, uint64_t n, int device, bool wr
           p.preferred.type != 0 && !(p.preferred.type == 1 && p.preferred.id == device);
       if (preferred_elsewhere || ((p.accessed_by >> device) & 1)) continue;  // reached in place
       stats_.device_faults.fetch_add(1);
+      trace::event("device_fault", r->base + i * kPage, device);
       Status st = to_device(*r, i, device, lock);
       if (!st.ok()) return st;
     }
@@ -414,6 +419,7 @@ void ManagedMemory::serve_faults() {
         const size_t i = (page_va - r->base) / kPage;
         if (r->pages[i].resident != kHostResident) {
           stats_.host_faults.fetch_add(1);
+          trace::event("cpu_fault", page_va, -1);
           to_host(*r, i, false);
         }
       }

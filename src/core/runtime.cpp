@@ -8,6 +8,7 @@
 #include "core/json_check.h"
 #include "core/log.h"
 #include "core/stats.h"
+#include "core/trace.h"
 
 namespace aclvmm {
 namespace {
@@ -58,6 +59,7 @@ Status Runtime::start_locked() {
   for (Device& d : devices_) d.pool = std::make_shared<MemoryPool>(config_.device_memory);
   host_pool_ = std::make_shared<MemoryPool>(backend_->host_memory_total());
   faults_reset(config_.faults);
+  trace::open(config_.trace_file);
   started_.store(true, std::memory_order_release);
   ACLVMM_LOG_INFO("RUNTIME", "started: soc {} ({}), {} device(s) of {} bytes, driver {}",
                   config_.product.soc, config_.product.family_name(), config_.device_count,
@@ -123,6 +125,7 @@ void Runtime::teardown(const char* why) {
     contexts_.remove(token);
   }
   for (auto& mask : peer_masks_) mask.store(0);
+  trace::flush();
   if (size_t n = managed_.release_all()) {
     ACLVMM_LOG_WARN("RUNTIME", "{}: released {} managed allocation(s) created by aclrtMemAllocManaged",
                     why, n);
