@@ -28,7 +28,7 @@ int open_uffd(bool* user_mode_only) {
   int fd = static_cast<int>(::syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK));
   if (fd >= 0) return fd;
   const int syscall_err = errno;
-  // Seccomp profiles often forbid the system call; the device node (5.18+) is governed by its file
+  // Seccomp profiles often forbid the system call; the device node (Linux 6.1+) is governed by its file
   // permissions instead.
   int dev = ::open("/dev/userfaultfd", O_RDWR | O_CLOEXEC);
   if (dev >= 0) {

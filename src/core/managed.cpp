@@ -139,7 +139,7 @@ Status ManagedMemory::free(uint64_t base) {
       if (auto pool = Runtime::get().pool(p.resident)) pool->uncharge(kPage);
       p.resident = kHostResident;
     }
-    if (tracking_) tracker_->resolve(range->base, range->size);
+    // Unwatching wakes any thread still blocked on the range; the range is then unmapped.
     reserved_total_ -= range->size;
     if (tracking_) tracker_->unwatch(range->base, range->size);
     backend_->unmap_cpu(range->base, range->size);
@@ -157,6 +157,7 @@ StatusOr<AddressRange> ManagedMemory::range_of(uint64_t va) const {
 
 Status ManagedMemory::pages_of(uint64_t va, uint64_t size,
                                std::vector<std::pair<ManagedRange*, size_t>>* out) {
+  if (size > window_size_ || va + size < va) return not_allocated(va);  // no wrap-around
   const uint64_t first = va / kPage * kPage;
   const uint64_t end = round_up(va + size, kPage);
   for (uint64_t page = first; page < end; page += kPage) {
@@ -198,20 +199,27 @@ Status ManagedMemory::to_device(ManagedRange& r, size_t page, int device, Lock& 
   p.resident = device;
   p.read_copies = 0;
   p.last_use = ++clock_;
-  if (!cpu_keeps_access(p)) tracker_->revoke(va, kPage);
+  if (!cpu_keeps_access(p) && !p.cpu_revoked) {
+    tracker_->revoke(va, kPage);
+    p.cpu_revoked = true;
+  }
   stats_.bytes_to_device.fetch_add(kPage);
   return Status::Ok();
 }
 
-void ManagedMemory::to_host(ManagedRange& r, size_t page, bool eviction) {
+bool ManagedMemory::to_host(ManagedRange& r, size_t page, bool eviction) {
   ManagedPage& p = r.pages[page];
-  if (p.resident == kHostResident) return;
+  if (p.resident == kHostResident) return false;
   if (auto pool = Runtime::get().pool(p.resident)) pool->uncharge(kPage);
   trace::event(eviction ? "eviction_to_host" : "to_host", r.base + page * kPage, p.resident);
   p.resident = kHostResident;
   stats_.bytes_to_host.fetch_add(kPage);
   if (eviction) stats_.evictions.fetch_add(1);
-  if (tracking_) tracker_->resolve(r.base + page * kPage, kPage);
+  if (!p.cpu_revoked) return false;
+  // The whole page was revoked and is populated: one ioctl gives the CPU all of it back.
+  tracker_->resolve(r.base + page * kPage, kPage);
+  p.cpu_revoked = false;
+  return true;
 }
 
 bool ManagedMemory::evict_one(int device) {
@@ -316,7 +324,14 @@ Status ManagedMemory::advise(uint64_t va, uint64_t size, int advice, const Manag
     const bool cpu_after = cpu_keeps_access(p);
     if (tracking_ && cpu_before != cpu_after) {
       const uint64_t page_va = r->base + i * kPage;
-      cpu_after ? tracker_->resolve(page_va, kPage) : tracker_->revoke(page_va, kPage);
+      if (cpu_after && p.cpu_revoked) {
+        tracker_->resolve(page_va, kPage);
+        p.cpu_revoked = false;
+      } else if (!cpu_after && !p.cpu_revoked) {
+        r->memory->populate(i * kPage, kPage);
+        tracker_->revoke(page_va, kPage);
+        p.cpu_revoked = true;
+      }
     }
   }
   return Status::Ok();
@@ -331,7 +346,10 @@ Status ManagedMemory::prefetch(uint64_t va, uint64_t size, const ManagedLocation
     p.last_prefetch = where;
     if (!tracking_) continue;
     if (where.type == 1) {
-      if (p.resident == where.id) continue;
+      if (p.resident == where.id) {
+        p.last_use = ++clock_;
+        continue;
+      }
       ACLVMM_RETURN_IF_ERROR(to_device(*r, i, where.id, lock));
       stats_.prefetch_bytes.fetch_add(kPage);
     } else if (p.resident != kHostResident) {
@@ -413,6 +431,7 @@ void ManagedMemory::serve_faults() {
     drv::CpuFault fault;
     if (tracker_->next_fault(kFaultPollMs, &fault) != 0) continue;
     const uint64_t page_va = fault.address / kPage * kPage;
+    bool resolved = false;
     {
       Lock lock(mu_);
       if (ManagedRange* r = find(page_va)) {
@@ -420,12 +439,13 @@ void ManagedMemory::serve_faults() {
         if (r->pages[i].resident != kHostResident) {
           stats_.host_faults.fetch_add(1);
           trace::event("cpu_fault", page_va, -1);
-          to_host(*r, i, false);
+          resolved = to_host(*r, i, false);
         }
       }
     }
-    // Always let the CPU in, also for a page that was already host-resident or just freed.
-    tracker_->resolve(page_va, kPage);
+    // A fault on a page the CPU was not denied (its entries were merely absent, e.g. after the
+    // device wrote it): let the faulting thread in, and only at its own 4 KiB page.
+    if (!resolved) tracker_->resolve(fault.address & ~uint64_t{4095}, 4096);
   }
 }
 

@@ -47,6 +47,7 @@ struct ManagedPage {
   bool accessed_by_host = false;
   ManagedLocation last_prefetch;
   uint64_t last_use = 0;        // LRU clock of the device residency
+  bool cpu_revoked = false;     // the CPU's entries were dropped: its next access faults
 };
 
 struct ManagedRange {
@@ -99,7 +100,8 @@ class ManagedMemory {
   // Pages [first, last) of the ranges covering [va, va+size); 507899 if any is unallocated.
   Status pages_of(uint64_t va, uint64_t size, std::vector<std::pair<ManagedRange*, size_t>>* out);
   Status to_device(ManagedRange& r, size_t page, int device, Lock& lock);
-  void to_host(ManagedRange& r, size_t page, bool eviction);
+  // true when it gave the CPU its access back.
+  bool to_host(ManagedRange& r, size_t page, bool eviction);
   bool cpu_keeps_access(const ManagedPage& p) const;
   bool evict_one(int device);
   void serve_faults();

@@ -91,8 +91,11 @@ Status fill(void* dst, uint8_t value, size_t n, const Accessor& who) {
     return rc == 0 ? Status::Ok() : io_error(rc, "filling", d);
   }
   uint64_t done = 0;
+  const bool managed = rt.managed().in_window(d);
   for (const Segment& s : t.segments) {
     int rc = s.memory->fill(s.offset, value, s.length);
+    // A zero fill frees pages; managed pages must exist for the CPU to be handed them back.
+    if (rc == 0 && managed && value == 0) rc = s.memory->populate(s.offset, s.length);
     if (rc != 0) return io_error(rc, "filling device memory", d + done);
     done += s.length;
   }

@@ -1,0 +1,266 @@
+// Managed memory: aclrtMemManagedAdvise and what it changes (behavior.md §10; emulation.md §6:
+// READ_MOSTLY keeps read-only copies, PREFERRED_LOCATION pins residency, ACCESSED_BY keeps a
+// processor's mapping). The attribute encodings are in managed_attr_test.cpp.
+#include <cstring>
+#include <string>
+
+#include "api/stats_json_util.h"
+#include "api/test_util.h"
+
+namespace aclvmm_test {
+namespace {
+
+constexpr long long kPage = static_cast<long long>(k2M);
+
+aclrtMemManagedLocation mloc(int type, int32_t id = 0) {
+  aclrtMemManagedLocation l{};
+  store_raw(l.type, type);
+  l.id = id;
+  return l;
+}
+const aclrtMemManagedLocation kDev0 = mloc(ACL_MEM_LOCATIONTYPE_DEVICE, 0);
+const aclrtMemManagedLocation kHost = mloc(ACL_MEM_LOCATIONTYPE_HOST, 0);
+
+struct Managed {
+  long long host_faults, device_faults, to_device, to_host;
+};
+Managed counters() {
+  const Json j = stats();
+  return {stat_int(j, "managed.host_faults"), stat_int(j, "managed.device_faults"),
+          stat_int(j, "managed.bytes_to_device"), stat_int(j, "managed.bytes_to_host")};
+}
+// Checks the change of the counters since the last check (in pages for the byte counters).
+class Delta {
+ public:
+  Delta() : start_(counters()) {}
+  void expect(long long host_faults, long long device_faults, long long to_device,
+              long long to_host, const char* what) {
+    const Managed now = counters();
+    EXPECT_EQ(now.host_faults - start_.host_faults, host_faults) << what;
+    EXPECT_EQ(now.device_faults - start_.device_faults, device_faults) << what;
+    EXPECT_EQ(now.to_device - start_.to_device, to_device * kPage) << what;
+    EXPECT_EQ(now.to_host - start_.to_host, to_host * kPage) << what;
+    start_ = now;
+  }
+
+ private:
+  Managed start_;
+};
+
+class ManagedAdviceTest : public AclTest {
+ protected:
+  char* managed(uint64_t size) {
+    void* p = nullptr;
+    EXPECT_EQ(aclrtMemAllocManaged(&p, size, ACL_RT_MEM_ATTACH_GLOBAL), kOk);
+    return static_cast<char*>(p);
+  }
+  bool tracking() {
+    const Json j = stats();
+    const Json* v = j.path("managed.fault_tracking");
+    return v && v->type == Json::kBool && v->b;
+  }
+  aclError advise(const void* p, uint64_t size, aclrtMemManagedAdviseType a, aclrtMemManagedLocation l) {
+    return aclrtMemManagedAdvise(p, size, a, l);
+  }
+};
+
+#define REQUIRE_TRACKING()                                                                    \
+  do {                                                                                        \
+    if (!tracking()) GTEST_SKIP() << "no CPU fault tracking here (ManagedMigrationTest asserts it)"; \
+  } while (0)
+
+// READ_MOSTLY: a device read makes a read copy (a device fault, one page to the device, once per
+// device) and the page stays where it is, so the CPU reads it without faulting.
+TEST_F(ManagedAdviceTest, ReadMostlyGivesDevicesReadCopies) {
+  char* p = managed(4 * kMiB);
+  ASSERT_NE(p, nullptr);
+  REQUIRE_TRACKING();
+  const std::string pat = pattern(4 * kMiB, 6);
+  std::memcpy(p, pat.data(), pat.size());
+  ASSERT_EQ(advise(p, k2M, ACL_MEM_ADVISE_SET_READ_MOSTLY, kDev0), kOk);  // page 0 only
+  Delta d;
+  EXPECT_EQ(get(p, k2M), pat.substr(0, k2M));
+  d.expect(0, 1, 1, 0, "device 0 gets a read copy of page 0");
+  EXPECT_EQ(get(p + 100, 1000), pat.substr(100, 1000));
+  d.expect(0, 0, 0, 0, "device 0 keeps its copy");
+  EXPECT_EQ(std::memcmp(p, pat.data(), k2M), 0);
+  d.expect(0, 0, 0, 0, "the CPU reads a read-mostly page in place");
+  ASSERT_EQ(aclrtSetDevice(1), kOk);
+  EXPECT_EQ(get(p, k2M), pat.substr(0, k2M));
+  d.expect(0, 1, 1, 0, "device 1 gets its own read copy");
+  ASSERT_EQ(aclrtSetDevice(0), kOk);
+  // Page 1 has no advice: a device read migrates it and the CPU faults it back.
+  EXPECT_EQ(get(p + k2M, k2M), pat.substr(k2M));
+  d.expect(0, 1, 1, 0, "page 1 migrates");
+  EXPECT_EQ(std::memcmp(p + k2M, pat.data() + k2M, k2M), 0);
+  d.expect(1, 0, 0, 1, "page 1 comes back");
+  // UNSET: device reads migrate page 0 again.
+  ASSERT_EQ(advise(p, k2M, ACL_MEM_ADVISE_UNSET_READ_MOSTLY, kDev0), kOk);
+  EXPECT_EQ(get(p, k2M), pat.substr(0, k2M));
+  d.expect(0, 1, 1, 0, "without the advice page 0 migrates");
+  EXPECT_EQ(std::memcmp(p, pat.data(), k2M), 0);
+  d.expect(1, 0, 0, 1, "and the CPU faults it back");
+  EXPECT_EQ(aclrtFree(p), kOk);
+}
+
+// PREFERRED_LOCATION device 0: a device-0 operation migrates the page there, and the CPU then
+// reaches it in place (no host fault) and reads the device's bytes.
+TEST_F(ManagedAdviceTest, PreferredDeviceKeepsThePageThereAndTheCpuReachesIt) {
+  char* p = managed(4 * kMiB);
+  ASSERT_NE(p, nullptr);
+  REQUIRE_TRACKING();
+  ASSERT_EQ(advise(p, 4 * kMiB, ACL_MEM_ADVISE_SET_PREFERRED_LOCATION, kDev0), kOk);
+  Delta d;
+  ASSERT_EQ(aclrtMemset(p, 4 * kMiB, 0x33, 4 * kMiB), kOk);
+  d.expect(0, 2, 2, 0, "device 0 takes both pages");
+  EXPECT_TRUE(all_bytes(std::string(p, 4 * kMiB), 0x33));
+  d.expect(0, 0, 0, 0, "the CPU reads in place");
+  std::memset(p + 10, 0x44, 10);
+  EXPECT_EQ(get(p, 30), std::string(10, 0x33) + std::string(10, 0x44) + std::string(10, 0x33));
+  d.expect(0, 0, 0, 0, "the CPU writes in place and device 0 sees it without faulting");
+  EXPECT_EQ(aclrtFree(p), kOk);
+}
+
+// PREFERRED_LOCATION host: device operations reach the page in place (nothing migrates).
+TEST_F(ManagedAdviceTest, PreferredHostKeepsThePageOnTheHost) {
+  char* p = managed(4 * kMiB);
+  ASSERT_NE(p, nullptr);
+  REQUIRE_TRACKING();
+  ASSERT_EQ(advise(p, 4 * kMiB, ACL_MEM_ADVISE_SET_PREFERRED_LOCATION, kHost), kOk);
+  Delta d;
+  ASSERT_EQ(aclrtMemset(p, 4 * kMiB, 0x55, 4 * kMiB), kOk);
+  d.expect(0, 0, 0, 0, "device 0 writes the host pages in place");
+  EXPECT_TRUE(all_bytes(std::string(p, 4 * kMiB), 0x55));
+  d.expect(0, 0, 0, 0, "no host fault");
+  // UNSET restores migration.
+  ASSERT_EQ(advise(p, 4 * kMiB, ACL_MEM_ADVISE_UNSET_PREFERRED_LOCATION, kHost), kOk);
+  ASSERT_EQ(aclrtMemset(p, 4 * kMiB, 0x56, 4 * kMiB), kOk);
+  d.expect(0, 2, 2, 0, "without the advice both pages migrate");
+  EXPECT_TRUE(all_bytes(std::string(p, 4 * kMiB), 0x56));
+  d.expect(2, 0, 0, 2, "and fault back");
+  EXPECT_EQ(aclrtFree(p), kOk);
+}
+
+// ACCESSED_BY host: the page migrates on a device operation but the CPU keeps its mapping, so a
+// CPU read does not fault and sees the device's bytes.
+TEST_F(ManagedAdviceTest, AccessedByHostKeepsTheCpuMapping) {
+  char* p = managed(4 * kMiB);
+  ASSERT_NE(p, nullptr);
+  REQUIRE_TRACKING();
+  ASSERT_EQ(advise(p, k2M, ACL_MEM_ADVISE_SET_ACCESSED_BY, kHost), kOk);
+  Delta d;
+  ASSERT_EQ(aclrtMemset(p, 4 * kMiB, 0x66, 4 * kMiB), kOk);
+  d.expect(0, 2, 2, 0, "both pages migrate to device 0");
+  EXPECT_TRUE(all_bytes(std::string(p, k2M), 0x66));
+  d.expect(0, 0, 0, 0, "page 0 (ACCESSED_BY host) is read in place");
+  EXPECT_TRUE(all_bytes(std::string(p + k2M, k2M), 0x66));
+  d.expect(1, 0, 0, 1, "page 1 (no advice) faults back");
+  EXPECT_EQ(aclrtFree(p), kOk);
+}
+
+// ACCESSED_BY device 0: device 0 reaches the page where it lives (no migration, no fault).
+TEST_F(ManagedAdviceTest, AccessedByDeviceReachesThePageInPlace) {
+  char* p = managed(4 * kMiB);
+  ASSERT_NE(p, nullptr);
+  REQUIRE_TRACKING();
+  ASSERT_EQ(advise(p, 4 * kMiB, ACL_MEM_ADVISE_SET_ACCESSED_BY, kDev0), kOk);
+  Delta d;
+  ASSERT_EQ(aclrtMemset(p, 4 * kMiB, 0x77, 4 * kMiB), kOk);
+  d.expect(0, 0, 0, 0, "device 0 writes in place");
+  EXPECT_TRUE(all_bytes(std::string(p, 4 * kMiB), 0x77));
+  d.expect(0, 0, 0, 0, "the pages never left the host");
+  ASSERT_EQ(advise(p, 4 * kMiB, ACL_MEM_ADVISE_UNSET_ACCESSED_BY, kDev0), kOk);
+  ASSERT_EQ(aclrtMemset(p, 4 * kMiB, 0x78, 4 * kMiB), kOk);
+  d.expect(0, 2, 2, 0, "UNSET: the pages migrate again");
+  EXPECT_TRUE(all_bytes(std::string(p, 4 * kMiB), 0x78));
+  EXPECT_EQ(aclrtFree(p), kOk);
+}
+
+// Advice applies to whole 2 MiB pages (the kernel rounds ptr down and size up, §10).
+TEST_F(ManagedAdviceTest, AdviceCoversWholePages) {
+  char* p = managed(6 * kMiB);
+  ASSERT_NE(p, nullptr);
+  ASSERT_EQ(advise(p + k2M - 1, 2, ACL_MEM_ADVISE_SET_READ_MOSTLY, kDev0), kOk);  // pages 0 and 1
+  int32_t v = -7;
+  EXPECT_EQ(aclrtMemManagedGetAttr(ACL_MEM_RANGE_ATTRIBUTE_READ_MOSTLY, p, 4 * kMiB, &v, 4), kOk);
+  EXPECT_EQ(v, 1);
+  EXPECT_EQ(aclrtMemManagedGetAttr(ACL_MEM_RANGE_ATTRIBUTE_READ_MOSTLY, p + 4 * kMiB, 1, &v, 4), kOk);
+  EXPECT_EQ(v, 0) << "page 2 has no advice";
+  EXPECT_EQ(aclrtFree(p), kOk);
+}
+
+// §10 aclrtMemManagedAdvise misuse: p NULL / size 0 → 100000; advise > 5 → 107000; DEVICE id
+// outside [0, deviceCount-1] → 107000; no context → 107002; range outside the UVM window →
+// 107000; unallocated pages → 507899; a location that is invalid for the advice (INVALID type,
+// ...) → 507899. READ_MOSTLY needs no location.
+TEST_F(ManagedAdviceTest, MisuseTable) {
+  char* p = managed(4 * kMiB);
+  ASSERT_NE(p, nullptr);
+  void* freed = nullptr;
+  ASSERT_EQ(aclrtMemAllocManaged(&freed, k2M, ACL_RT_MEM_ATTACH_GLOBAL), kOk);
+  ASSERT_EQ(aclrtFree(freed), kOk);
+  static char plain[64];
+  void* dev = nullptr;
+  ASSERT_EQ(aclrtMalloc(&dev, k2M, ACL_MEM_MALLOC_HUGE_FIRST), kOk);
+  const auto inv = mloc(ACL_MEM_LOCATIONTYPE_INVALID, 0);
+  const auto set_pref = ACL_MEM_ADVISE_SET_PREFERRED_LOCATION;
+  const auto set_acc = ACL_MEM_ADVISE_SET_ACCESSED_BY;
+  const auto set_rm = ACL_MEM_ADVISE_SET_READ_MOSTLY;
+  struct Row {
+    const char* name;
+    const void* ptr;
+    uint64_t size;
+    int advice;
+    aclrtMemManagedLocation where;
+    aclError want;
+  } rows[] = {
+      {"ptr NULL", nullptr, k2M, set_pref, kDev0, kParam},
+      {"size 0", p, 0, set_pref, kDev0, kParam},
+      {"ptr NULL and advise 6 (ACL layer first)", nullptr, k2M, 6, kDev0, kParam},
+      {"advise 6", p, k2M, 6, kDev0, kRtParam},
+      {"advise 0x7fffffff", p, k2M, 0x7fffffff, kDev0, kRtParam},
+      {"advise -1", p, k2M, -1, kDev0, kRtParam},
+      {"device id 8", p, k2M, set_pref, mloc(ACL_MEM_LOCATIONTYPE_DEVICE, 8), kRtParam},
+      {"device id -1", p, k2M, set_acc, mloc(ACL_MEM_LOCATIONTYPE_DEVICE, -1), kRtParam},
+      {"device id 8 with READ_MOSTLY", p, k2M, set_rm, mloc(ACL_MEM_LOCATIONTYPE_DEVICE, 8), kRtParam},
+      {"plain host memory", plain, sizeof plain, set_rm, kDev0, kRtParam},
+      {"aclrtMalloc memory", dev, k2M, set_pref, kDev0, kRtParam},
+      {"freed range in the window", freed, k2M, set_pref, kDev0, kDrv},
+      {"range running past the allocation", p, 6 * kMiB, set_rm, kDev0, kDrv},
+      {"PREFERRED with type INVALID", p, k2M, set_pref, inv, kDrv},
+      {"ACCESSED_BY with type INVALID", p, k2M, set_acc, inv, kDrv},
+      {"PREFERRED with type 9", p, k2M, set_pref, mloc(9, 0), kDrv},
+      {"UNSET_ACCESSED_BY with type INVALID", p, k2M, ACL_MEM_ADVISE_UNSET_ACCESSED_BY, inv, kDrv},
+      {"PREFERRED with HOST_NUMA_CURRENT (not resolved for advice)", p, k2M, set_pref,
+       mloc(ACL_MEM_LOCATIONTYPE_HOST_NUMA_CURRENT, 0), kDrv},
+      {"PREFERRED with HOST_NUMA node 4096 (offline)", p, k2M, set_pref, mloc(ACL_MEM_LOCATIONTYPE_HOST_NUMA, 4096), kDrv},
+      {"ACCESSED_BY with HOST_NUMA node -1", p, k2M, set_acc, mloc(ACL_MEM_LOCATIONTYPE_HOST_NUMA, -1), kDrv},
+      {"READ_MOSTLY with type INVALID (no location needed)", p, k2M, set_rm, inv, kOk},
+      {"UNSET_READ_MOSTLY with type INVALID", p, k2M, ACL_MEM_ADVISE_UNSET_READ_MOSTLY, inv, kOk},
+      {"PREFERRED host", p, k2M, set_pref, kHost, kOk},
+      {"ACCESSED_BY device 7", p, k2M, set_acc, mloc(ACL_MEM_LOCATIONTYPE_DEVICE, 7), kOk},
+  };
+  for (const Row& r : rows) {
+    SCOPED_TRACE(r.name);
+    aclrtMemManagedAdviseType a;
+    store_raw(a, r.advice);
+    EXPECT_EQ(aclrtMemManagedAdvise(r.ptr, r.size, a, r.where), r.want);
+  }
+  // Refused advice changed nothing: only the accepted rows left a mark.
+  int32_t v = 0;
+  EXPECT_EQ(aclrtMemManagedGetAttr(ACL_MEM_RANGE_ATTRIBUTE_READ_MOSTLY, p, k2M, &v, 4), kOk);
+  EXPECT_EQ(v, 0) << "SET then UNSET";
+  EXPECT_EQ(aclrtMemManagedGetAttr(ACL_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION, p, k2M, &v, 4), kOk);
+  EXPECT_EQ(v, -1) << "host";
+  // No current context → 107002.
+  aclrtContext c = nullptr;
+  ASSERT_EQ(aclrtCreateContext(&c, 0), kOk);
+  ASSERT_EQ(aclrtDestroyContext(c), kOk);
+  EXPECT_EQ(aclrtMemManagedAdvise(p, k2M, ACL_MEM_ADVISE_SET_READ_MOSTLY, kDev0), kNoContext);
+  ASSERT_EQ(aclrtSetDevice(0), kOk);
+  EXPECT_EQ(aclrtFree(dev), kOk);
+  EXPECT_EQ(aclrtFree(p), kOk);
+}
+
+}  // namespace
+}  // namespace aclvmm_test
