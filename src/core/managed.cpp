@@ -436,7 +436,9 @@ void ManagedMemory::serve_faults() {
       Lock lock(mu_);
       if (ManagedRange* r = find(page_va)) {
         const size_t i = (page_va - r->base) / kPage;
-        if (r->pages[i].resident != kHostResident) {
+        // Only a page whose CPU access was revoked comes back; a page the CPU reaches in place
+        // (advice) merely had no page-table entry yet.
+        if (r->pages[i].resident != kHostResident && r->pages[i].cpu_revoked) {
           stats_.host_faults.fetch_add(1);
           trace::event("cpu_fault", page_va, -1);
           resolved = to_host(*r, i, false);

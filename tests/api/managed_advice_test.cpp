@@ -104,21 +104,26 @@ TEST_F(ManagedAdviceTest, ReadMostlyGivesDevicesReadCopies) {
 }
 
 // PREFERRED_LOCATION device 0: a device-0 operation migrates the page there, and the CPU then
-// reaches it in place (no host fault) and reads the device's bytes.
+// reaches it in place (no host fault) and reads the device's bytes. Both when the CPU had mapped
+// the pages before (it wrote them) and when it never touched them.
 TEST_F(ManagedAdviceTest, PreferredDeviceKeepsThePageThereAndTheCpuReachesIt) {
-  char* p = managed(4 * kMiB);
-  ASSERT_NE(p, nullptr);
-  REQUIRE_TRACKING();
-  ASSERT_EQ(advise(p, 4 * kMiB, ACL_MEM_ADVISE_SET_PREFERRED_LOCATION, kDev0), kOk);
-  Delta d;
-  ASSERT_EQ(aclrtMemset(p, 4 * kMiB, 0x33, 4 * kMiB), kOk);
-  d.expect(0, 2, 2, 0, "device 0 takes both pages");
-  EXPECT_TRUE(all_bytes(std::string(p, 4 * kMiB), 0x33));
-  d.expect(0, 0, 0, 0, "the CPU reads in place");
-  std::memset(p + 10, 0x44, 10);
-  EXPECT_EQ(get(p, 30), std::string(10, 0x33) + std::string(10, 0x44) + std::string(10, 0x33));
-  d.expect(0, 0, 0, 0, "the CPU writes in place and device 0 sees it without faulting");
-  EXPECT_EQ(aclrtFree(p), kOk);
+  for (bool cpu_touched_first : {true, false}) {
+    SCOPED_TRACE(cpu_touched_first ? "the CPU wrote the pages first" : "the CPU never touched the pages");
+    char* p = managed(4 * kMiB);
+    ASSERT_NE(p, nullptr);
+    REQUIRE_TRACKING();
+    if (cpu_touched_first) std::memset(p, 0x01, 4 * kMiB);
+    ASSERT_EQ(advise(p, 4 * kMiB, ACL_MEM_ADVISE_SET_PREFERRED_LOCATION, kDev0), kOk);
+    Delta d;
+    ASSERT_EQ(aclrtMemset(p, 4 * kMiB, 0x33, 4 * kMiB), kOk);
+    d.expect(0, 2, 2, 0, "device 0 takes both pages");
+    EXPECT_TRUE(all_bytes(std::string(p, 4 * kMiB), 0x33));
+    d.expect(0, 0, 0, 0, "the CPU reads in place");
+    std::memset(p + 10, 0x44, 10);
+    EXPECT_EQ(get(p, 30), std::string(10, 0x33) + std::string(10, 0x44) + std::string(10, 0x33));
+    d.expect(0, 0, 0, 0, "the CPU writes in place and device 0 sees it without faulting");
+    EXPECT_EQ(aclrtFree(p), kOk);
+  }
 }
 
 // PREFERRED_LOCATION host: device operations reach the page in place (nothing migrates).
@@ -142,20 +147,24 @@ TEST_F(ManagedAdviceTest, PreferredHostKeepsThePageOnTheHost) {
 }
 
 // ACCESSED_BY host: the page migrates on a device operation but the CPU keeps its mapping, so a
-// CPU read does not fault and sees the device's bytes.
+// CPU read does not fault and sees the device's bytes (whether or not the CPU touched it before).
 TEST_F(ManagedAdviceTest, AccessedByHostKeepsTheCpuMapping) {
-  char* p = managed(4 * kMiB);
-  ASSERT_NE(p, nullptr);
-  REQUIRE_TRACKING();
-  ASSERT_EQ(advise(p, k2M, ACL_MEM_ADVISE_SET_ACCESSED_BY, kHost), kOk);
-  Delta d;
-  ASSERT_EQ(aclrtMemset(p, 4 * kMiB, 0x66, 4 * kMiB), kOk);
-  d.expect(0, 2, 2, 0, "both pages migrate to device 0");
-  EXPECT_TRUE(all_bytes(std::string(p, k2M), 0x66));
-  d.expect(0, 0, 0, 0, "page 0 (ACCESSED_BY host) is read in place");
-  EXPECT_TRUE(all_bytes(std::string(p + k2M, k2M), 0x66));
-  d.expect(1, 0, 0, 1, "page 1 (no advice) faults back");
-  EXPECT_EQ(aclrtFree(p), kOk);
+  for (bool cpu_touched_first : {true, false}) {
+    SCOPED_TRACE(cpu_touched_first ? "the CPU wrote the pages first" : "the CPU never touched the pages");
+    char* p = managed(4 * kMiB);
+    ASSERT_NE(p, nullptr);
+    REQUIRE_TRACKING();
+    if (cpu_touched_first) std::memset(p, 0x01, 4 * kMiB);
+    ASSERT_EQ(advise(p, k2M, ACL_MEM_ADVISE_SET_ACCESSED_BY, kHost), kOk);
+    Delta d;
+    ASSERT_EQ(aclrtMemset(p, 4 * kMiB, 0x66, 4 * kMiB), kOk);
+    d.expect(0, 2, 2, 0, "both pages migrate to device 0");
+    EXPECT_TRUE(all_bytes(std::string(p, k2M), 0x66));
+    d.expect(0, 0, 0, 0, "page 0 (ACCESSED_BY host) is read in place");
+    EXPECT_TRUE(all_bytes(std::string(p + k2M, k2M), 0x66));
+    d.expect(1, 0, 0, 1, "page 1 (no advice) faults back");
+    EXPECT_EQ(aclrtFree(p), kOk);
+  }
 }
 
 // ACCESSED_BY device 0: device 0 reaches the page where it lives (no migration, no fault).
@@ -240,11 +249,12 @@ TEST_F(ManagedAdviceTest, MisuseTable) {
       {"PREFERRED host", p, k2M, set_pref, kHost, kOk},
       {"ACCESSED_BY device 7", p, k2M, set_acc, mloc(ACL_MEM_LOCATIONTYPE_DEVICE, 7), kOk},
   };
+  // The advice travels as an int: values outside the enum must not be loaded as the enum (UBSan).
+  using AdviseFn = aclError (*)(const void*, uint64_t, int, aclrtMemManagedLocation);
+  const auto advise_raw = reinterpret_cast<AdviseFn>(&aclrtMemManagedAdvise);
   for (const Row& r : rows) {
     SCOPED_TRACE(r.name);
-    aclrtMemManagedAdviseType a;
-    store_raw(a, r.advice);
-    EXPECT_EQ(aclrtMemManagedAdvise(r.ptr, r.size, a, r.where), r.want);
+    EXPECT_EQ(advise_raw(r.ptr, r.size, r.advice, r.where), r.want);
   }
   // Refused advice changed nothing: only the accepted rows left a mark.
   int32_t v = 0;

@@ -162,6 +162,28 @@ TEST_F(ManagedMigrationTest, ResidencyIsChargedToTheExecutingDevice) {
   EXPECT_EQ(device_used(stats(), 1), used1);
 }
 
+// A zero memset on the device (which may free the backing pages) still leaves the pages on the
+// device: the CPU's next access faults them back and reads zeros; the same for a partial one.
+TEST_F(ManagedMigrationTest, ZeroMemsetOnTheDeviceThenCpuAccess) {
+  char* p = managed(4 * kMiB);
+  ASSERT_NE(p, nullptr);
+  REQUIRE_TRACKING();
+  std::memset(p, 0x7f, 4 * kMiB);
+  Delta d;
+  ASSERT_EQ(aclrtMemset(p, 4 * kMiB, 0, 4 * kMiB), kOk);
+  d.expect(0, 2, 2, 0, "zero memset of both pages");
+  EXPECT_TRUE(all_bytes(std::string(p, k2M), '\0'));
+  d.expect(1, 0, 0, 1, "page 0 faults back");
+  ASSERT_EQ(aclrtMemset(p + 4096, 8192, 0, 8192), kOk);
+  d.expect(0, 1, 1, 0, "a partial zero memset of page 0");
+  EXPECT_EQ(p[4096 + 8191], 0);
+  d.expect(1, 0, 0, 1, "page 0 faults back again");
+  p[k2M + 5] = 1;  // page 1: a CPU write fault
+  d.expect(1, 0, 0, 1, "page 1 faults back on a write");
+  EXPECT_EQ(get(p + k2M, 8), std::string("\0\0\0\0\0\x01\0\0", 8));
+  EXPECT_EQ(aclrtFree(p), kOk);
+}
+
 // A D2D copy between two managed ranges: both sides are device accesses.
 TEST_F(ManagedMigrationTest, CopyBetweenManagedRangesMigratesBothSides) {
   char* a = managed(4 * kMiB);

@@ -84,7 +84,9 @@ class ManagedPrefetchTest : public AclTest {
     ASSERT_EQ(aclrtCreateStream(&stream_), kOk);
   }
   void TearDown() override {
-    if (stream_) EXPECT_EQ(aclrtDestroyStream(stream_), kOk);
+    if (stream_) {
+      EXPECT_EQ(aclrtDestroyStream(stream_), kOk);
+    }
     AclTest::TearDown();
   }
   char* managed(uint64_t size) {
