@@ -56,8 +56,15 @@ Status Runtime::start_locked() {
   config_ = std::move(*cfg);
   space_.set_host_access_open(config_.host_access_open);
   devices_.assign(config_.device_count, Device{});
-  for (Device& d : devices_) d.pool = std::make_shared<MemoryPool>(config_.device_memory);
-  host_pool_ = std::make_shared<MemoryPool>(backend_->host_memory_total());
+  {
+    std::lock_guard<std::mutex> pools_lock(pools_mu_);
+    pools_.clear();
+    for (Device& d : devices_) {
+      d.pool = std::make_shared<MemoryPool>(config_.device_memory);
+      pools_.push_back(d.pool);
+    }
+    host_pool_ = std::make_shared<MemoryPool>(backend_->host_memory_total());
+  }
   faults_reset(config_.faults);
   trace::open(config_.trace_file);
   started_.store(true, std::memory_order_release);
@@ -157,6 +164,10 @@ void Runtime::teardown(const char* why) {
     physical_.remove(token);
   }
   devices_.clear();
+  {
+    std::lock_guard<std::mutex> pools_lock(pools_mu_);
+    pools_.clear();
+  }
   svm_ready_.store(false);
   init_refs_ = 0;
   init_config_.clear();
@@ -181,13 +192,13 @@ int Runtime::user_device(int physical_id) const {
 }
 
 std::shared_ptr<MemoryPool> Runtime::pool(int physical_id) const {
-  std::lock_guard<std::recursive_mutex> lock(mu_);
-  if (physical_id < 0 || physical_id >= static_cast<int>(devices_.size())) return nullptr;
-  return devices_[physical_id].pool;
+  std::lock_guard<std::mutex> lock(pools_mu_);
+  if (physical_id < 0 || physical_id >= static_cast<int>(pools_.size())) return nullptr;
+  return pools_[physical_id];
 }
 
 std::shared_ptr<MemoryPool> Runtime::host_pool() const {
-  std::lock_guard<std::recursive_mutex> lock(mu_);
+  std::lock_guard<std::mutex> lock(pools_mu_);
   return host_pool_;
 }
 

@@ -111,6 +111,10 @@ class Runtime {
   Config config_;
   std::unique_ptr<drv::Backend> backend_;
   std::vector<Device> devices_;
+  // Capacity pools are read by stream workers and the fault thread, which teardown and device
+  // reset join while holding mu_: they have their own lock so those joins cannot deadlock.
+  mutable std::mutex pools_mu_;
+  std::vector<std::shared_ptr<MemoryPool>> pools_;
   std::shared_ptr<MemoryPool> host_pool_;
   // Peer access per device: read on every copy, so kept lock-free.
   std::array<std::atomic<uint64_t>, kMaxDevices> peer_masks_{};

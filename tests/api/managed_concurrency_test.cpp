@@ -5,6 +5,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -13,6 +14,8 @@
 #include <string>
 #include <thread>
 #include <vector>
+
+#include <unistd.h>
 
 #include "api/stats_json_util.h"
 #include "api/test_util.h"
@@ -89,6 +92,12 @@ class Failures {
   mutable std::mutex mu_;
   std::vector<std::string> first_;
 };
+
+// memcmp-based (intercepted, fast under ThreadSanitizer, unlike a byte loop).
+bool filled(const void* p, size_t n, char v) {
+  const std::string ref(n, v);
+  return std::memcmp(p, ref.data(), n) == 0;
+}
 
 class ManagedConcurrencyTest : public AclTest {
  protected:
@@ -199,6 +208,7 @@ TEST_F(ManagedConcurrencyTest, CpuThreadsKeepTheirBytesWhilePrefetchesMoveThePag
 // leave the host.
 TEST_F(ManagedConcurrencyTest, DeviceAndCpuThreadsOnDisjointPages) {
   constexpr int kIterations = 200;
+  constexpr size_t kSlice = 64 * 1024, kSlices = k2M / kSlice;  // device ops walk their page
   char* p = managed(8 * kMiB);  // page 0: device 0, page 1: device 1, pages 2-3: CPU threads
   ASSERT_NE(p, nullptr);
   if (!tracking()) GTEST_SKIP() << "no CPU fault tracking here";
@@ -209,13 +219,13 @@ TEST_F(ManagedConcurrencyTest, DeviceAndCpuThreadsOnDisjointPages) {
   for (int device = 0; device < 2; ++device) {
     threads.emplace_back([&, device] {
       if (aclrtSetDevice(device) != kOk) return failures.add("aclrtSetDevice");
-      char* page = p + device * k2M;
-      std::string buf(k2M, '\0');
+      std::string buf(kSlice, '\0');
       for (int i = 0; i < kIterations; ++i) {
         const int v = (i * 3 + device) & 0xff;
-        if (aclrtMemset(page, k2M, v, k2M) != kOk) return failures.add("memset");
-        if (aclrtMemcpy(&buf[0], k2M, page, k2M, ACL_MEMCPY_DEVICE_TO_HOST) != kOk) return failures.add("D2H");
-        if (!all_bytes(buf, static_cast<char>(v))) return failures.add("device " + std::to_string(device) + " bytes");
+        char* slice = p + device * k2M + (i % kSlices) * kSlice;
+        if (aclrtMemset(slice, kSlice, v, kSlice) != kOk) return failures.add("memset");
+        if (aclrtMemcpy(&buf[0], kSlice, slice, kSlice, ACL_MEMCPY_DEVICE_TO_HOST) != kOk) return failures.add("D2H");
+        if (!filled(buf.data(), kSlice, static_cast<char>(v))) return failures.add("device " + std::to_string(device) + " bytes");
       }
     });
   }
@@ -235,8 +245,11 @@ TEST_F(ManagedConcurrencyTest, DeviceAndCpuThreadsOnDisjointPages) {
   const Managed d = counters();
   EXPECT_EQ(d.device_faults - start.device_faults, 2) << "each device page faults in once";
   EXPECT_EQ(d.host_faults - start.host_faults, 0) << "the CPU pages never left";
-  EXPECT_EQ(std::string(p, 1), std::string(1, static_cast<char>(((kIterations - 1) * 3) & 0xff)));
-  EXPECT_EQ(std::string(p + k2M, 1), std::string(1, static_cast<char>(((kIterations - 1) * 3 + 1) & 0xff)));
+  const size_t last = ((kIterations - 1) % kSlices) * kSlice;
+  for (int device = 0; device < 2; ++device) {
+    EXPECT_TRUE(filled(p + device * k2M + last, kSlice, static_cast<char>(((kIterations - 1) * 3 + device) & 0xff)))
+        << "the last slice of device " << device;
+  }
   EXPECT_EQ(aclrtFree(p), kOk);
 }
 
@@ -249,6 +262,7 @@ TEST_F(ManagedConcurrencyTest, PagePingPongsBetweenACpuThreadAndADeviceThread) {
   if (!tracking()) GTEST_SKIP() << "no CPU fault tracking here";
   Watchdog dog("PagePingPongsBetweenACpuThreadAndADeviceThread", 120);
   const Managed start = counters();
+  const std::string pats[2] = {pattern(k2M, 1), pattern(k2M, 2)};  // alternate between rounds
   std::atomic<int> turn{0};  // even: the CPU's turn, odd: the device's
   Failures failures;
   std::thread device([&] {
@@ -257,27 +271,138 @@ TEST_F(ManagedConcurrencyTest, PagePingPongsBetweenACpuThreadAndADeviceThread) {
     for (int r = 0; r < kRounds; ++r) {
       while (turn.load() != 2 * r + 1) std::this_thread::yield();
       if (aclrtMemcpy(&buf[0], k2M, p, k2M, ACL_MEMCPY_DEVICE_TO_HOST) != kOk) failures.add("D2H");
-      if (buf != pattern(k2M, r)) failures.add("the device read the wrong bytes in round " + std::to_string(r));
+      if (buf != pats[r % 2]) failures.add("the device read the wrong bytes in round " + std::to_string(r));
       if (aclrtMemset(p, k2M, r & 0xff, k2M) != kOk) failures.add("memset");
       turn.store(2 * r + 2);
     }
   });
   for (int r = 0; r < kRounds; ++r) {
     while (turn.load() != 2 * r) std::this_thread::yield();
-    if (r > 0 && !all_bytes(std::string(p, k2M), static_cast<char>((r - 1) & 0xff))) {
+    if (r > 0 && !filled(p, k2M, static_cast<char>((r - 1) & 0xff))) {
       failures.add("the CPU read the wrong bytes in round " + std::to_string(r));
     }
-    const std::string pat = pattern(k2M, r);
-    std::memcpy(p, pat.data(), pat.size());
+    std::memcpy(p, pats[r % 2].data(), k2M);
     turn.store(2 * r + 1);
   }
   device.join();
   EXPECT_EQ(failures.count(), 0) << failures.text();
-  EXPECT_TRUE(all_bytes(std::string(p, k2M), static_cast<char>((kRounds - 1) & 0xff)));
+  EXPECT_TRUE(filled(p, k2M, static_cast<char>((kRounds - 1) & 0xff)));
   const Managed d = counters();
   EXPECT_EQ(d.device_faults - start.device_faults, kRounds);
   EXPECT_EQ(d.host_faults - start.host_faults, kRounds);
   EXPECT_EQ(aclrtFree(p), kOk);
+}
+
+// An emulated kernel that waits for its gate (at most 10 s), then writes `n` bytes to `dst`
+// (nothing when dst is NULL).
+struct Gate {
+  std::atomic<bool> started{false};
+  std::atomic<bool> open{false};
+  char* dst = nullptr;
+  size_t n = 0;
+};
+void gated_kernel(aclvmmKernelContext* ctx, void* raw) {
+  auto* g = static_cast<Gate*>(raw);
+  g->started.store(true);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (!g->open.load() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  if (!g->dst) return;
+  const std::string bytes(g->n, 'k');
+  (void)aclvmmKernelWrite(ctx, g->dst, bytes.data(), bytes.size());
+}
+// Waits (at most 5 s) until the kernel runs: a task still queued would just be dropped.
+bool wait_started(const Gate& g) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (!g.started.load() && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
+  return g.started.load();
+}
+void open_later(Gate* g, int ms) {
+  std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+  g->open.store(true);
+}
+
+// In a forked child: a failed check prints itself and becomes the exit code.
+#define CHILD_CHECK(cond, code)                                                          \
+  do {                                                                                   \
+    if (!(cond)) {                                                                       \
+      fprintf(stderr, "child check %d failed: %s (line %d)\n", code, #cond, __LINE__); \
+      return code;                                                                       \
+    }                                                                                    \
+  } while (0)
+
+// aclFinalize / aclrtResetDeviceForce while managed pages are migrating — by a stream task (a
+// kernel writing managed memory, a large prefetch) or by the CPU fault thread: the migration
+// finishes or is abandoned, and the call returns (no deadlock). Each case runs in a child with a
+// time limit, so that a deadlock fails the test instead of hanging the run.
+TEST_F(ManagedConcurrencyTest, FinalizeAndResetWhilePagesMigrate) {
+  enum What { kKernelFinalize, kPrefetchFinalize, kKernelReset, kCpuFaultFinalize };
+  const struct {
+    What what;
+    const char* name;
+  } cases[] = {
+      {kKernelFinalize, "aclFinalize while a kernel writes managed memory"},
+      {kPrefetchFinalize, "aclFinalize while a 1 GiB prefetch runs"},
+      {kKernelReset, "aclrtResetDeviceForce while a kernel writes managed memory"},
+      {kCpuFaultFinalize, "aclFinalize while a CPU thread faults a page back"},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    const What what = c.what;
+    const ChildResult r = run_in_child([what] {
+      alarm(10);
+      (void)aclInit(nullptr);
+      while (aclFinalize() == kOk) {
+      }
+      CHILD_CHECK(aclInit(nullptr) == kOk, 1);
+      CHILD_CHECK(aclrtSetDevice(0) == kOk, 2);
+      void* vp = nullptr;
+      const size_t size = what == kPrefetchFinalize ? kGiB : k2M;
+      CHILD_CHECK(aclrtMemAllocManaged(&vp, size, ACL_RT_MEM_ATTACH_GLOBAL) == kOk, 3);
+      char* p = static_cast<char*>(vp);
+      aclrtStream s = nullptr;
+      CHILD_CHECK(aclrtCreateStream(&s) == kOk, 4);
+      static Gate gate;
+      std::vector<std::thread> helpers;
+      std::atomic<int> cpu_read{-1};
+      switch (what) {
+        case kKernelFinalize:
+        case kKernelReset:
+          // The kernel is running (waiting at its gate) when the call starts.
+          gate.dst = p;
+          gate.n = 16;
+          CHILD_CHECK(aclvmmLaunchKernel(s, gated_kernel, &gate) == kOk, 5);
+          CHILD_CHECK(wait_started(gate), 12);
+          helpers.emplace_back(open_later, &gate, 300);
+          break;
+        case kPrefetchFinalize:
+          CHILD_CHECK(aclrtMemManagedPrefetchAsync(p, size, mloc(ACL_MEM_LOCATIONTYPE_DEVICE, 0), 0, s) == kOk, 6);
+          std::this_thread::sleep_for(std::chrono::milliseconds(20));  // let the prefetch start
+          break;
+        case kCpuFaultFinalize:
+          // The page is on the device; aclFinalize waits for a kernel that only waits at its gate
+          // while a CPU thread touches the page.
+          CHILD_CHECK(aclrtMemset(p, k2M, 0x2a, k2M) == kOk, 7);
+          CHILD_CHECK(aclvmmLaunchKernel(s, gated_kernel, &gate) == kOk, 8);
+          CHILD_CHECK(wait_started(gate), 13);
+          helpers.emplace_back([p, &cpu_read] {
+            std::this_thread::sleep_for(std::chrono::milliseconds(100));
+            cpu_read.store(p[100]);
+          });
+          helpers.emplace_back(open_later, &gate, 300);
+          break;
+      }
+      if (what == kKernelReset) CHILD_CHECK(aclrtResetDeviceForce(0) == kOk, 9);
+      CHILD_CHECK(aclFinalize() == kOk, 10);
+      for (auto& h : helpers) h.join();
+      if (what == kCpuFaultFinalize) CHILD_CHECK(cpu_read.load() == 0x2a, 11);
+      return 0;
+    });
+    EXPECT_EQ(r.signal, 0) << (r.signal == SIGALRM ? "the call did not return within 10 s (deadlock)"
+                                                    : "crashed");
+    EXPECT_EQ(r.exit_code, 0) << "see the child's message on stderr";
+  }
 }
 
 // Allocation, use and free from 4 threads at once; the live count returns to 0.

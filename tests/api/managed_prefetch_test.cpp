@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "api/stats_json_util.h"
+#include "api/test_env.h"
 #include "api/test_util.h"
 
 namespace aclvmm_test {
@@ -214,6 +215,38 @@ TEST_F(ManagedPrefetchTest, ToAnotherDevice) {
   EXPECT_EQ(device_used(stats(), 1), used1 + kPage);
   EXPECT_EQ(aclrtFree(p), kOk);
   EXPECT_EQ(device_used(stats(), 1), used1);
+}
+
+// With ASCEND_RT_VISIBLE_DEVICES=2,3, user device 1 is physical device 3: a prefetch and advice
+// name user ids, the attributes report user ids, the charge lands on physical device 3, and
+// user id 2 is out of range (107000, §10).
+TEST_F(ManagedPrefetchTest, VisibleDevicesRenumberTheLocations) {
+  ASSERT_EQ(aclrtDestroyStream(stream_), kOk);
+  stream_ = nullptr;
+  ScopedEnvRuntime env("ASCEND_RT_VISIBLE_DEVICES", "2,3");
+  ASSERT_TRUE(env.ok());
+  char* p = managed(4 * kMiB);
+  ASSERT_NE(p, nullptr);
+  REQUIRE_TRACKING();
+  const long long used3 = device_used(stats(), 3);
+  const auto user1 = mloc(ACL_MEM_LOCATIONTYPE_DEVICE, 1);
+  ASSERT_EQ(aclrtMemManagedPrefetchAsync(p, 4 * kMiB, user1, 0, nullptr), kOk);
+  ASSERT_EQ(aclrtSynchronizeStream(nullptr), kOk);
+  EXPECT_EQ(last_prefetch(p, 4 * kMiB), (V{1, ACL_MEM_LOCATIONTYPE_DEVICE, 1}));
+  EXPECT_EQ(device_used(stats(), 3), used3 + 2 * kPage) << "physical device 3 holds the pages";
+  ASSERT_EQ(aclrtMemManagedAdvise(p, 4 * kMiB, ACL_MEM_ADVISE_SET_PREFERRED_LOCATION, user1), kOk);
+  ASSERT_EQ(aclrtMemManagedAdvise(p, 4 * kMiB, ACL_MEM_ADVISE_SET_ACCESSED_BY, user1), kOk);
+  int32_t v = 0;
+  EXPECT_EQ(aclrtMemManagedGetAttr(ACL_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION, p, 4 * kMiB, &v, 4), kOk);
+  EXPECT_EQ(v, 1);
+  int32_t acc[2] = {0, 0};
+  EXPECT_EQ(aclrtMemManagedGetAttr(ACL_MEM_RANGE_ATTRIBUTE_ACCESSED_BY, p, 4 * kMiB, acc, sizeof acc), kOk);
+  EXPECT_EQ(V(acc, acc + 2), (V{1, -2}));
+  const auto user2 = mloc(ACL_MEM_LOCATIONTYPE_DEVICE, 2);
+  EXPECT_EQ(aclrtMemManagedPrefetchAsync(p, k2M, user2, 0, nullptr), kRtParam);
+  EXPECT_EQ(aclrtMemManagedAdvise(p, k2M, ACL_MEM_ADVISE_SET_ACCESSED_BY, user2), kRtParam);
+  EXPECT_EQ(aclrtFree(p), kOk);
+  EXPECT_EQ(device_used(stats(), 3), used3);
 }
 
 // Batch: prefetchLocs[k] applies from ptrs[prefetchLocIdxs[k]] up to the next index: with
