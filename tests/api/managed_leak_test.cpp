@@ -45,7 +45,7 @@ bool tracking() {
 
 class ManagedLeakTest : public AclTest {};
 
-TEST_F(ManagedLeakTest, FinalizeReleasesAllocationsTrackerDescriptorAndThread) {
+TEST_F(ManagedLeakTest, FinalizeReleasesAllocationsTrackerDescriptorAndFaultWorker) {
   const ChildResult r = run_in_child([] {
     alarm(60);
     // Drop the runtime inherited from the parent so that this process starts from nothing.
