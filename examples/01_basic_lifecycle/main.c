@@ -9,60 +9,7 @@
  * Device memory is not CPU-accessible: every byte moves through aclrtMemcpy/aclrtMemset.
  * Two deliberate misuses show how errors are reported (code + aclGetRecentErrMsg()).
  */
-#include <stdarg.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-
-#include <acl/acl.h>
-
-#define MIB ((size_t)1 << 20)
-
-/* Run an ACL call; on failure print the call, its code and the library's message, exit 1. */
-#define CHECK(call)                                                                        \
-    do {                                                                                   \
-        aclError check_rc_ = (call);                                                       \
-        if (check_rc_ != ACL_SUCCESS) {                                                    \
-            const char *check_msg_ = aclGetRecentErrMsg();                                 \
-            fprintf(stderr, "[FAIL] %s:%d: %s returned %d: %s\n", __FILE__, __LINE__, #call, \
-                    (int)check_rc_, check_msg_ ? check_msg_ : "(no message)");            \
-            exit(1);                                                                       \
-        }                                                                                  \
-    } while (0)
-
-/* Print "[OK] <what>" when cond holds, otherwise "[FAIL] <what>" and exit 1. */
-static void expect(int cond, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fputs(cond ? "[OK] " : "[FAIL] ", cond ? stdout : stderr);
-    vfprintf(cond ? stdout : stderr, fmt, ap);
-    fputc('\n', cond ? stdout : stderr);
-    va_end(ap);
-    fflush(stdout);
-    if (!cond) {
-        exit(1);
-    }
-}
-
-/* Number of differing bytes; the first difference is printed to stderr. */
-static size_t count_mismatches(const uint8_t *got, const uint8_t *want, size_t n)
-{
-    size_t bad = 0;
-    for (size_t i = 0; i < n; ++i) {
-        if (got[i] != want[i] && bad++ == 0) {
-            fprintf(stderr, "first mismatch at offset %zu: got 0x%02x, expected 0x%02x\n", i, got[i],
-                    want[i]);
-        }
-    }
-    return bad;
-}
-
-static uint8_t pattern_byte(size_t i)
-{
-    return (uint8_t)((i * 131u + (i >> 12) * 7u + 1u) & 0xFFu);
-}
+#include "example_util.h" /* CHECK, expect, pattern_byte, count_mismatches, device_prop, ... */
 
 int main(void)
 {
@@ -75,15 +22,9 @@ int main(void)
     CHECK(aclInit(NULL));
     CHECK(aclrtSetDevice(0));
 
-    /* Physical memory description: pinned HBM with 2 MiB pages on device 0. */
-    aclrtPhysicalMemProp prop;
-    memset(&prop, 0, sizeof(prop));
-    prop.handleType = ACL_MEM_HANDLE_TYPE_NONE;
-    prop.allocationType = ACL_MEM_ALLOCATION_TYPE_PINNED;
-    prop.memAttr = ACL_HBM_MEM_HUGE;
-    prop.location.id = 0;
-    prop.location.type = ACL_MEM_LOCATION_TYPE_DEVICE;
-    prop.reserve = 0;
+    /* Physical memory description: pinned HBM with 2 MiB pages on device 0 (handleType NONE,
+       allocationType PINNED, memAttr ACL_HBM_MEM_HUGE, location DEVICE 0). */
+    aclrtPhysicalMemProp prop = device_prop();
 
     size_t gran = 0;
     CHECK(aclrtMemGetAllocationGranularity(&prop, ACL_RT_MEM_ALLOC_GRANULARITY_RECOMMENDED, &gran));
@@ -123,19 +64,11 @@ int main(void)
            (int)attr.location.type, attr.location.id, attr.pageSize);
 
     /* Fresh physical memory reads as zeros. */
-    uint8_t *host = malloc(physSize);
-    uint8_t *back = malloc(physSize);
-    if (host == NULL || back == NULL) {
-        fprintf(stderr, "[FAIL] out of host memory\n");
-        return 1;
-    }
+    uint8_t *host = xmalloc(physSize);
+    uint8_t *back = xmalloc(physSize);
     memset(back, 0xFF, physSize);
     CHECK(aclrtMemcpy(back, physSize, va, physSize, ACL_MEMCPY_DEVICE_TO_HOST));
-    size_t nonZero = 0;
-    for (size_t i = 0; i < physSize; ++i) {
-        nonZero += back[i] != 0;
-    }
-    expect(nonZero == 0, "fresh physical memory reads as %zu zero bytes", physSize);
+    expect(count_nonzero(back, physSize) == 0, "fresh physical memory reads as %zu zero bytes", physSize);
 
     /* Host pattern in, a memset over part of it, everything back out. */
     for (size_t i = 0; i < physSize; ++i) {
@@ -156,10 +89,8 @@ int main(void)
 
     /* Misuse 1: releasing the reservation while a mapping is still inside it. */
     aclError rc = aclrtReleaseMemAddress(va);
-    const char *msg = aclGetRecentErrMsg();
     expect(rc == ACL_ERROR_RT_DRV_INTERNAL_ERROR,
-           "release while mapped is refused with %d (expected 507899): %s", (int)rc,
-           msg ? msg : "(no message)");
+           "release while mapped is refused with %d (expected 507899): %s", (int)rc, recent_msg());
 
     /* The refused call changed nothing: the data is still there. */
     memset(back, 0, physSize);
@@ -179,10 +110,9 @@ int main(void)
     /* Misuse 2: releasing with an interior pointer instead of the reservation base. */
     void *interior = (uint8_t *)va + gran;
     rc = aclrtReleaseMemAddress(interior);
-    msg = aclGetRecentErrMsg();
     expect(rc == ACL_ERROR_RT_PARAM_INVALID,
            "release of an interior pointer (base + %zu) is refused with %d (expected 107000): %s", gran,
-           (int)rc, msg ? msg : "(no message)");
+           (int)rc, recent_msg());
 
     CHECK(aclrtReleaseMemAddress(va));
     expect(1, "released the reservation at its base");

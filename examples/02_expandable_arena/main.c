@@ -7,46 +7,12 @@
  * (each aclrtUnmapMem at the start address of that chunk's mapping) and freeing their handles,
  * which gives the memory back to the device while the remaining chunks keep their contents.
  */
-#include <stdarg.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
+#include "example_util.h" /* CHECK, expect, hbm_free, device_prop, count_nonzero, ... */
 
-#include <acl/acl.h>
-
-#define MIB ((size_t)1 << 20)
 #define GIB ((size_t)1 << 30)
 
 #define RESERVE_SIZE (1 * GIB)
 #define MAX_CHUNKS 64
-
-/* Run an ACL call; on failure print the call, its code and the library's message, exit 1. */
-#define CHECK(call)                                                                        \
-    do {                                                                                   \
-        aclError check_rc_ = (call);                                                       \
-        if (check_rc_ != ACL_SUCCESS) {                                                    \
-            const char *check_msg_ = aclGetRecentErrMsg();                                 \
-            fprintf(stderr, "[FAIL] %s:%d: %s returned %d: %s\n", __FILE__, __LINE__, #call, \
-                    (int)check_rc_, check_msg_ ? check_msg_ : "(no message)");            \
-            exit(1);                                                                       \
-        }                                                                                  \
-    } while (0)
-
-/* Print "[OK] <what>" when cond holds, otherwise "[FAIL] <what>" and exit 1. */
-static void expect(int cond, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fputs(cond ? "[OK] " : "[FAIL] ", cond ? stdout : stderr);
-    vfprintf(cond ? stdout : stderr, fmt, ap);
-    fputc('\n', cond ? stdout : stderr);
-    va_end(ap);
-    fflush(stdout);
-    if (!cond) {
-        exit(1);
-    }
-}
 
 /* The byte that chunk `chunk` holds at offset `off` once it has been written. */
 static uint8_t chunk_byte(size_t chunk, size_t off)
@@ -55,7 +21,7 @@ static uint8_t chunk_byte(size_t chunk, size_t off)
 }
 
 /* Number of bytes of dev-copy `got` (covering chunks first..) that differ from chunk_byte. */
-static size_t count_mismatches(const uint8_t *got, size_t firstChunk, size_t nChunks, size_t chunkSize)
+static size_t chunk_mismatches(const uint8_t *got, size_t firstChunk, size_t nChunks, size_t chunkSize)
 {
     size_t bad = 0;
     for (size_t c = 0; c < nChunks; ++c) {
@@ -79,13 +45,6 @@ typedef struct Arena {
     aclrtDrvMemHandle handles[MAX_CHUNKS];  /* handle backing chunk i */
     aclrtPhysicalMemProp prop;
 } Arena;
-
-static size_t hbm_free(void)
-{
-    size_t freeBytes = 0, total = 0;
-    CHECK(aclrtGetMemInfo(ACL_HBM_MEM, &freeBytes, &total));
-    return freeBytes;
-}
 
 /* Maps new chunks at the top until at least `bytes` are mapped; returns how many were added. */
 static size_t arena_grow_to(Arena *a, size_t bytes)
@@ -131,12 +90,7 @@ int main(void)
 
     Arena arena;
     memset(&arena, 0, sizeof(arena));
-    arena.prop.handleType = ACL_MEM_HANDLE_TYPE_NONE;
-    arena.prop.allocationType = ACL_MEM_ALLOCATION_TYPE_PINNED;
-    arena.prop.memAttr = ACL_HBM_MEM_HUGE;
-    arena.prop.location.id = 0;
-    arena.prop.location.type = ACL_MEM_LOCATION_TYPE_DEVICE;
-    arena.prop.reserve = 0;
+    arena.prop = device_prop(); /* pinned HBM with 2 MiB pages on device 0 */
 
     CHECK(aclrtMemGetAllocationGranularity(&arena.prop, ACL_RT_MEM_ALLOC_GRANULARITY_RECOMMENDED,
                                            &arena.chunk));
@@ -153,11 +107,7 @@ int main(void)
     expect(hbm_free() == freeAtStart, "the reservation itself uses no device memory");
 
     size_t maxBytes = growSteps[sizeof(growSteps) / sizeof(growSteps[0]) - 1];
-    uint8_t *staging = malloc(maxBytes);
-    if (staging == NULL) {
-        fprintf(stderr, "[FAIL] out of host memory\n");
-        return 1;
-    }
+    uint8_t *staging = xmalloc(maxBytes);
 
     /* Grow: map new chunks on demand and fill them with one copy spanning all new mappings. */
     for (size_t s = 0; s < sizeof(growSteps) / sizeof(growSteps[0]); ++s) {
@@ -181,7 +131,7 @@ int main(void)
     size_t mapped = arena.count * arena.chunk;
     memset(staging, 0, mapped);
     CHECK(aclrtMemcpy(staging, mapped, arena.base, mapped, ACL_MEMCPY_DEVICE_TO_HOST));
-    expect(count_mismatches(staging, 0, arena.count, arena.chunk) == 0,
+    expect(chunk_mismatches(staging, 0, arena.count, arena.chunk) == 0,
            "all %zu bytes of the %zu back-to-back chunks read back correctly", mapped, arena.count);
 
     /* Shrink: give the top chunks back to the device. */
@@ -195,7 +145,7 @@ int main(void)
     mapped = arena.count * arena.chunk;
     memset(staging, 0, mapped);
     CHECK(aclrtMemcpy(staging, mapped, arena.base, mapped, ACL_MEMCPY_DEVICE_TO_HOST));
-    expect(count_mismatches(staging, 0, arena.count, arena.chunk) == 0,
+    expect(chunk_mismatches(staging, 0, arena.count, arena.chunk) == 0,
            "the remaining %zu chunks kept their %zu bytes", arena.count, mapped);
 
     aclError rc =
@@ -209,11 +159,7 @@ int main(void)
     memset(staging, 0xFF, arena.chunk);
     CHECK(aclrtMemcpy(staging, arena.chunk, arena.base + firstNew * arena.chunk, arena.chunk,
                       ACL_MEMCPY_DEVICE_TO_HOST));
-    size_t nonZero = 0;
-    for (size_t i = 0; i < arena.chunk; ++i) {
-        nonZero += staging[i] != 0;
-    }
-    expect(nonZero == 0, "the re-grown chunk reads as zeros, not the bytes it held before");
+    expect(count_nonzero(staging, arena.chunk) == 0, "the re-grown chunk reads as zeros, not the bytes it held before");
 
     /* Tear down: every chunk is unmapped at its own start, then the reservation is released. */
     arena_shrink_to(&arena, 0);

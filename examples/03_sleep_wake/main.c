@@ -8,62 +8,7 @@
  * restores the bytes from the host backup. Fresh memory never shows the old bytes: it reads as
  * zeros until restored.
  */
-#include <stdarg.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-
-#include <acl/acl.h>
-
-#define MIB ((size_t)1 << 20)
-
-/* Run an ACL call; on failure print the call, its code and the library's message, exit 1. */
-#define CHECK(call)                                                                        \
-    do {                                                                                   \
-        aclError check_rc_ = (call);                                                       \
-        if (check_rc_ != ACL_SUCCESS) {                                                    \
-            const char *check_msg_ = aclGetRecentErrMsg();                                 \
-            fprintf(stderr, "[FAIL] %s:%d: %s returned %d: %s\n", __FILE__, __LINE__, #call, \
-                    (int)check_rc_, check_msg_ ? check_msg_ : "(no message)");            \
-            exit(1);                                                                       \
-        }                                                                                  \
-    } while (0)
-
-/* Print "[OK] <what>" when cond holds, otherwise "[FAIL] <what>" and exit 1. */
-static void expect(int cond, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fputs(cond ? "[OK] " : "[FAIL] ", cond ? stdout : stderr);
-    vfprintf(cond ? stdout : stderr, fmt, ap);
-    fputc('\n', cond ? stdout : stderr);
-    va_end(ap);
-    fflush(stdout);
-    if (!cond) {
-        exit(1);
-    }
-}
-
-/* Number of differing bytes; the first difference is printed to stderr. */
-static size_t count_mismatches(const uint8_t *got, const uint8_t *want, size_t n)
-{
-    size_t bad = 0;
-    for (size_t i = 0; i < n; ++i) {
-        if (got[i] != want[i] && bad++ == 0) {
-            fprintf(stderr, "first mismatch at offset %zu: got 0x%02x, expected 0x%02x\n", i, got[i],
-                    want[i]);
-        }
-    }
-    return bad;
-}
-
-static size_t hbm_free(void)
-{
-    size_t freeBytes = 0, total = 0;
-    CHECK(aclrtGetMemInfo(ACL_HBM_MEM, &freeBytes, &total));
-    return freeBytes;
-}
+#include "example_util.h" /* CHECK, expect, hbm_free, count_mismatches, device_prop, ... */
 
 int main(void)
 {
@@ -73,14 +18,7 @@ int main(void)
     CHECK(aclInit(NULL));
     CHECK(aclrtSetDevice(0));
 
-    aclrtPhysicalMemProp prop;
-    memset(&prop, 0, sizeof(prop));
-    prop.handleType = ACL_MEM_HANDLE_TYPE_NONE;
-    prop.allocationType = ACL_MEM_ALLOCATION_TYPE_PINNED;
-    prop.memAttr = ACL_HBM_MEM_HUGE;
-    prop.location.id = 0;
-    prop.location.type = ACL_MEM_LOCATION_TYPE_DEVICE;
-    prop.reserve = 0;
+    aclrtPhysicalMemProp prop = device_prop(); /* pinned HBM with 2 MiB pages on device 0 */
 
     size_t gran = 0;
     CHECK(aclrtMemGetAllocationGranularity(&prop, ACL_RT_MEM_ALLOC_GRANULARITY_RECOMMENDED, &gran));
@@ -88,12 +26,8 @@ int main(void)
            weightsSize, gran);
 
     /* Host-side reference copy of the weights and a scratch buffer (plain process memory). */
-    uint8_t *weights = malloc(weightsSize);
-    uint8_t *scratch = malloc(weightsSize);
-    if (weights == NULL || scratch == NULL) {
-        fprintf(stderr, "[FAIL] out of host memory\n");
-        return 1;
-    }
+    uint8_t *weights = xmalloc(weightsSize);
+    uint8_t *scratch = xmalloc(weightsSize);
     for (size_t i = 0; i < weightsSize; ++i) {
         weights[i] = (uint8_t)((i * 2654435761u) >> 13);
     }
@@ -139,11 +73,7 @@ int main(void)
 
     memset(scratch, 0xFF, weightsSize);
     CHECK(aclrtMemcpy(scratch, weightsSize, va, weightsSize, ACL_MEMCPY_DEVICE_TO_HOST));
-    size_t nonZero = 0;
-    for (size_t i = 0; i < weightsSize; ++i) {
-        nonZero += scratch[i] != 0;
-    }
-    expect(nonZero == 0, "wake: fresh memory reads as zeros before the restore (no stale weights)");
+    expect(count_nonzero(scratch, weightsSize) == 0, "wake: fresh memory reads as zeros before the restore (no stale weights)");
 
     CHECK(aclrtMemcpy(va, weightsSize, backup, weightsSize, ACL_MEMCPY_HOST_TO_DEVICE));
     memset(scratch, 0, weightsSize);

@@ -21,111 +21,21 @@
  * in their own metadata messages. Every wait is bounded (10 s); on failure children are killed.
  */
 #define _GNU_SOURCE /* kill, nanosleep, setenv under -std=c11 */
+#include "example_util.h" /* CHECK, expect (with g_role), fill_device, spawn_self, wait_child, ... */
+
 #include <arpa/inet.h>
-#include <errno.h>
 #include <inttypes.h>
 #include <netinet/in.h>
 #include <poll.h>
-#include <signal.h>
-#include <stdarg.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 #include <sys/socket.h>
-#include <sys/types.h>
-#include <sys/wait.h>
-#include <time.h>
-#include <unistd.h>
 
-#include <acl/acl.h>
-
-#define MIB ((size_t)1 << 20)
 #define SHARE_SIZE (2 * MIB) /* both sides know the size; real programs send it with the handle */
 #define WAIT_MS 10000        /* bound on every wait for the other process */
 #define A3_SOC "Ascend910_9391"
 
-static const char *g_role = "exporter"; /* prefix of every line this process prints */
+/* The exporter fills the shared memory with pattern_byte, the importer answers with reply_byte. */
 
-/* Run an ACL call; on failure print the call, its code and the library's message, exit 1. */
-#define CHECK(call)                                                                              \
-    do {                                                                                         \
-        aclError check_rc_ = (call);                                                             \
-        if (check_rc_ != ACL_SUCCESS) {                                                          \
-            const char *check_msg_ = aclGetRecentErrMsg();                                       \
-            fprintf(stderr, "[FAIL] %s: %s:%d: %s returned %d: %s\n", g_role, __FILE__, __LINE__, \
-                    #call, (int)check_rc_, check_msg_ ? check_msg_ : "(no message)");           \
-            exit(1);                                                                             \
-        }                                                                                        \
-    } while (0)
-
-/* Print "[OK] <role>: <what>" when cond holds, otherwise "[FAIL] <role>: <what>" and exit 1. */
-static void expect(int cond, const char *fmt, ...)
-{
-    FILE *out = cond ? stdout : stderr;
-    va_list ap;
-    va_start(ap, fmt);
-    fprintf(out, "%s %s: ", cond ? "[OK]" : "[FAIL]", g_role);
-    vfprintf(out, fmt, ap);
-    fputc('\n', out);
-    va_end(ap);
-    fflush(out); /* one write per line: lines of the two processes do not mix */
-    if (!cond) {
-        exit(1);
-    }
-}
-
-/* ---- device memory helpers ----------------------------------------------------------------- */
-
-static uint8_t export_byte(size_t i) { return (uint8_t)((i * 131u + (i >> 12) * 7u + 1u) & 0xFFu); }
-static uint8_t reply_byte(size_t i) { return (uint8_t)((i * 29u + (i >> 11) + 0xA5u) & 0xFFu); }
-
-static void fill_device(void *va, size_t n, uint8_t (*pattern)(size_t))
-{
-    uint8_t *host = malloc(n);
-    if (host == NULL) {
-        expect(0, "out of host memory");
-    }
-    for (size_t i = 0; i < n; ++i) {
-        host[i] = pattern(i);
-    }
-    CHECK(aclrtMemcpy(va, n, host, n, ACL_MEMCPY_HOST_TO_DEVICE));
-    free(host);
-}
-
-/* Number of bytes of device memory at va that differ from pattern(i); prints the first one. */
-static size_t device_mismatches(const void *va, size_t n, uint8_t (*pattern)(size_t))
-{
-    uint8_t *host = malloc(n);
-    if (host == NULL) {
-        expect(0, "out of host memory");
-    }
-    memset(host, 0, n);
-    CHECK(aclrtMemcpy(host, n, va, n, ACL_MEMCPY_DEVICE_TO_HOST));
-    size_t bad = 0;
-    for (size_t i = 0; i < n; ++i) {
-        if (host[i] != pattern(i) && bad++ == 0) {
-            fprintf(stderr, "%s: first mismatch at offset %zu: got 0x%02x, expected 0x%02x\n", g_role, i,
-                    host[i], pattern(i));
-        }
-    }
-    free(host);
-    return bad;
-}
-
-static void *map_handle(aclrtDrvMemHandle handle)
-{
-    void *va = NULL;
-    CHECK(aclrtReserveMemAddress(&va, SHARE_SIZE, 0, NULL, 0));
-    CHECK(aclrtMapMem(va, SHARE_SIZE, 0, handle, 0));
-    return va;
-}
-
-static void unmap_and_release(void *va)
-{
-    CHECK(aclrtUnmapMem(va));
-    CHECK(aclrtReleaseMemAddress(va));
-}
+/* ---- fabric handles ------------------------------------------------------------------------ */
 
 /* The five u32 words the driver writes at the start of a FABRIC handle. */
 static void fabric_words(const aclrtMemFabricHandle *fabric, uint32_t w[5])
@@ -145,53 +55,9 @@ static void print_fabric(const aclrtMemFabricHandle *fabric)
 
 /* ---- processes ----------------------------------------------------------------------------- */
 
-static void sleep_ms(long ms)
-{
-    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
-    }
-}
-
-static pid_t g_child; /* the running importer, 0 when there is none */
-
-/* atexit in the exporter: the child never outlives a failed run. */
-static void kill_child(void)
-{
-    if (g_child > 0) {
-        kill(g_child, SIGKILL);
-        waitpid(g_child, NULL, 0);
-        g_child = 0;
-    }
-}
-
-/* 1 and *status set when the child has exited (reaped), 0 while it runs. */
-static int child_exited(int *status)
-{
-    if (g_child > 0 && waitpid(g_child, status, WNOHANG) == g_child) {
-        g_child = 0;
-        return 1;
-    }
-    return 0;
-}
-
-/* Waits up to timeout_ms for the child; its exit code, or -1 if it was killed or timed out. */
-static int wait_child(int timeout_ms)
-{
-    int status = 0;
-    for (int waited = 0; !child_exited(&status); waited += 10) {
-        if (waited >= timeout_ms) {
-            fprintf(stderr, "%s: the importer did not finish within %d ms; killing it\n", g_role, timeout_ms);
-            kill_child();
-            return -1;
-        }
-        sleep_ms(10);
-    }
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
-
 /* One datagram into buf within WAIT_MS; its length. If from != NULL the sender is stored there.
-   If watch_child, fails as soon as the child exits. */
-static size_t receive(int sock, void *buf, size_t cap, struct sockaddr_in *from, int watch_child)
+   If child > 0, fails as soon as that child exits. */
+static size_t receive(int sock, void *buf, size_t cap, struct sockaddr_in *from, pid_t child)
 {
     for (int waited = 0; waited < WAIT_MS; waited += 100) {
         struct pollfd p = {sock, POLLIN, 0};
@@ -204,7 +70,7 @@ static size_t receive(int sock, void *buf, size_t cap, struct sockaddr_in *from,
             return (size_t)n;
         }
         int status = 0;
-        if (watch_child && child_exited(&status)) {
+        if (child > 0 && child_exited(child, &status)) {
             expect(0, "the importer exited (status 0x%x) before it said hello", status);
         }
     }
@@ -258,8 +124,8 @@ static int run_importer(int port)
            "imported onto current device %d; the handle's location is the exporter's physical device %u",
            (int)device, prop.location.id);
 
-    void *va = map_handle(handle);
-    expect(device_mismatches(va, SHARE_SIZE, export_byte) == 0, "all %zu bytes match the exporter's pattern",
+    void *va = map_handle(handle, SHARE_SIZE);
+    expect(device_mismatches(va, SHARE_SIZE, pattern_byte) == 0, "all %zu bytes match the exporter's pattern",
            (size_t)SHARE_SIZE);
     fill_device(va, SHARE_SIZE, reply_byte);
     expect(1, "wrote the reply pattern");
@@ -291,7 +157,7 @@ static void select_a3_product(void)
 
 static int run_exporter(const char *self)
 {
-    atexit(kill_child);
+    atexit(kill_children);
     select_a3_product(); /* before aclInit: the SoC is read once, at initialisation */
     CHECK(aclInit(NULL));
     char soc[64];
@@ -299,18 +165,11 @@ static int run_exporter(const char *self)
     expect(strcmp(soc, getenv("ACLVMM_SOC")) == 0, "aclrtGetSocName() = %s", soc);
     CHECK(aclrtSetDevice(0));
 
-    aclrtPhysicalMemProp prop;
-    memset(&prop, 0, sizeof(prop));
-    prop.handleType = ACL_MEM_HANDLE_TYPE_NONE;
-    prop.allocationType = ACL_MEM_ALLOCATION_TYPE_PINNED;
-    prop.memAttr = ACL_HBM_MEM_HUGE;
-    prop.location.id = 0;
-    prop.location.type = ACL_MEM_LOCATION_TYPE_DEVICE;
-
+    aclrtPhysicalMemProp prop = device_prop();
     aclrtDrvMemHandle handle = NULL;
     CHECK(aclrtMallocPhysical(&handle, SHARE_SIZE, &prop, 0));
-    void *va = map_handle(handle);
-    fill_device(va, SHARE_SIZE, export_byte);
+    void *va = map_handle(handle, SHARE_SIZE);
+    fill_device(va, SHARE_SIZE, pattern_byte);
     expect(1, "allocated, mapped and filled %zu bytes on device 0", (size_t)SHARE_SIZE);
 
     /* Export as FABRIC; flags 1 (DISABLE_PID_VALIDATION): no whitelist, any process may import. */
@@ -345,24 +204,13 @@ static int run_exporter(const char *self)
     expect(port > 0, "UDP socket bound to 127.0.0.1:%d", port);
 
     char *argv[] = {(char *)self, "importer", portText, NULL};
-    fflush(stdout);
-    fflush(stderr);
-    g_child = fork();
-    if (g_child < 0) {
-        expect(0, "fork: %s", strerror(errno));
-    }
-    if (g_child == 0) {
-        /* Only async-signal-safe calls between fork and exec (the library runs threads). */
-        execv("/proc/self/exe", argv); /* this very binary, whatever argv[0] says */
-        execv(argv[0], argv);
-        _exit(127);
-    }
-    expect(1, "started the importer as pid %d: %s importer %s", (int)g_child, self, portText);
+    const pid_t importer = spawn_self(argv, -1);
+    expect(1, "started the importer as pid %d: %s importer %s", (int)importer, self, portText);
 
     char hello[16];
     struct sockaddr_in peer;
     memset(&peer, 0, sizeof(peer));
-    size_t n = receive(sock, hello, sizeof(hello), &peer, 1);
+    size_t n = receive(sock, hello, sizeof(hello), &peer, importer);
     expect(n == 5 && memcmp(hello, "HELLO", 5) == 0, "HELLO from 127.0.0.1:%d", ntohs(peer.sin_port));
     if (sendto(sock, &fabric, sizeof(fabric), 0, (const struct sockaddr *)&peer, sizeof(peer)) !=
         (ssize_t)sizeof(fabric)) {
@@ -371,7 +219,7 @@ static int run_exporter(const char *self)
     expect(1, "sent the %zu-byte fabric handle as one datagram", sizeof(fabric));
     close(sock);
 
-    int code = wait_child(WAIT_MS);
+    int code = wait_child(importer, WAIT_MS);
     expect(code == 0, "the importer exited with %d", code);
     expect(device_mismatches(va, SHARE_SIZE, reply_byte) == 0,
            "all %zu bytes now hold the importer's reply pattern", (size_t)SHARE_SIZE);
@@ -387,6 +235,7 @@ static int run_exporter(const char *self)
 int main(int argc, char **argv)
 {
     setvbuf(stdout, NULL, _IOFBF, 1 << 16); /* expect() flushes each line itself */
+    g_role = "exporter";                     /* the importer sets its own */
     if (argc == 3 && strcmp(argv[1], "importer") == 0) {
         return run_importer(atoi(argv[2]));
     }

@@ -18,117 +18,15 @@
  * Then aclrtMemManagedGetAttr reads the advice back (READ_MOSTLY, PREFERRED_LOCATION and its
  * _TYPE/_ID, ACCESSED_BY with four slots), for a whole range and for a range whose pages differ.
  */
-#define _POSIX_C_SOURCE 200809L /* setenv */
+#include "example_util.h" /* CHECK, expect, stats_now, add_one_kernel, select_a2_product, ... */
 
-#include <stdarg.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-
-#include <acl/acl.h>
-#include <aclvmm/aclvmm.h>
-
-#define MIB ((size_t)1 << 20)
 #define RANGE_SIZE (16 * MIB)
 #define PAGE_SIZE_2M (2 * MIB)
 #define PAGES (RANGE_SIZE / PAGE_SIZE_2M)
-#define KERNEL_CHUNK (1 * MIB)
-
-/* Run an ACL call; on failure print the call, its code and the library's message, exit 1. */
-#define CHECK(call)                                                                        \
-    do {                                                                                   \
-        aclError check_rc_ = (call);                                                       \
-        if (check_rc_ != ACL_SUCCESS) {                                                    \
-            const char *check_msg_ = aclGetRecentErrMsg();                                 \
-            fprintf(stderr, "[FAIL] %s:%d: %s returned %d: %s\n", __FILE__, __LINE__, #call, \
-                    (int)check_rc_, check_msg_ ? check_msg_ : "(no message)");            \
-            exit(1);                                                                       \
-        }                                                                                  \
-    } while (0)
-
-/* Print "[OK] <what>" when cond holds, otherwise "[FAIL] <what>" and exit 1. */
-static void expect(int cond, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fputs(cond ? "[OK] " : "[FAIL] ", cond ? stdout : stderr);
-    vfprintf(cond ? stdout : stderr, fmt, ap);
-    fputc('\n', cond ? stdout : stderr);
-    va_end(ap);
-    fflush(stdout);
-    if (!cond) {
-        exit(1);
-    }
-}
-
-/* ---- statistics --------------------------------------------------------------------------- */
-
-typedef struct {
-    uint64_t host_faults;
-    uint64_t device_faults;
-    uint64_t bytes_to_device;
-    uint64_t bytes_to_host;
-} managed_stats;
-
-/* One unsigned number inside the "managed" object of `json`; exits when it is missing. */
-static uint64_t managed_value(const char *json, const char *key)
-{
-    char quoted[64];
-    snprintf(quoted, sizeof(quoted), "\"%s\":", key);
-    const char *managed = json ? strstr(json, "\"managed\":") : NULL;
-    const char *p = managed ? strstr(managed, quoted) : NULL;
-    if (p == NULL) {
-        fprintf(stderr, "[FAIL] statistics key managed.%s not found in %s\n", key, json ? json : "(null)");
-        exit(1);
-    }
-    return strtoull(p + strlen(quoted), NULL, 10);
-}
-
-static managed_stats stats_now(void)
-{
-    const char *json = aclvmmStatsJson();
-    managed_stats s;
-    s.host_faults = managed_value(json, "host_faults");
-    s.device_faults = managed_value(json, "device_faults");
-    s.bytes_to_device = managed_value(json, "bytes_to_device");
-    s.bytes_to_host = managed_value(json, "bytes_to_host");
-    return s;
-}
-
-static managed_stats stats_since(const managed_stats *before)
-{
-    managed_stats now = stats_now();
-    managed_stats d;
-    d.host_faults = now.host_faults - before->host_faults;
-    d.device_faults = now.device_faults - before->device_faults;
-    d.bytes_to_device = now.bytes_to_device - before->bytes_to_device;
-    d.bytes_to_host = now.bytes_to_host - before->bytes_to_host;
-    return d;
-}
-
-static int fault_tracking(void)
-{
-    const char *json = aclvmmStatsJson();
-    return json != NULL && strstr(json, "\"fault_tracking\": true") != NULL;
-}
-
-/* HBM charged on the current device (device 0): managed pages resident there count. */
-static size_t hbm_used(void)
-{
-    size_t freeBytes = 0, total = 0;
-    CHECK(aclrtGetMemInfo(ACL_HBM_MEM, &freeBytes, &total));
-    return total - freeBytes;
-}
 
 /* ---- kernels -------------------------------------------------------------------------------- */
 
-struct kernel_args {
-    uint8_t *dev;
-    size_t n;
-    uint8_t *chunk; /* the kernel's own buffer, KERNEL_CHUNK bytes */
-    uint64_t sum;   /* checksum_kernel: the sum of all bytes */
-};
+/* The writing pass is add_one_kernel (example_util.h); struct kernel_args has room for a sum. */
 
 /* Reads the range only: a sum of its bytes. */
 static void checksum_kernel(aclvmmKernelContext *ctx, void *p)
@@ -146,39 +44,7 @@ static void checksum_kernel(aclvmmKernelContext *ctx, void *p)
     }
 }
 
-/* Reads and writes the range: adds 1 to every byte. */
-static void add_one_kernel(aclvmmKernelContext *ctx, void *p)
-{
-    struct kernel_args *a = p;
-    for (size_t off = 0; off < a->n; off += KERNEL_CHUNK) {
-        size_t len = a->n - off < KERNEL_CHUNK ? a->n - off : KERNEL_CHUNK;
-        if (aclvmmKernelRead(ctx, a->chunk, a->dev + off, len) != ACL_SUCCESS) {
-            return;
-        }
-        for (size_t i = 0; i < len; ++i) {
-            a->chunk[i] = (uint8_t)(a->chunk[i] + 1u);
-        }
-        if (aclvmmKernelWrite(ctx, a->dev + off, a->chunk, len) != ACL_SUCCESS) {
-            return;
-        }
-    }
-}
-
 /* ---- scenarios -------------------------------------------------------------------------------- */
-
-static uint8_t pattern_byte(size_t i)
-{
-    return (uint8_t)((i * 131u + (i >> 12) * 7u + 1u) & 0xFFu);
-}
-
-static aclrtMemManagedLocation location(aclrtMemManagedLocationType type, int32_t id)
-{
-    aclrtMemManagedLocation loc;
-    memset(&loc, 0, sizeof(loc));
-    loc.type = type;
-    loc.id = id;
-    return loc;
-}
 
 #define NO_ADVICE (-1)
 
@@ -218,16 +84,13 @@ static managed_stats device_then_cpu(const struct scenario *sc, aclrtStream stre
     CHECK(aclrtSynchronizeStream(stream));
 
     /* The CPU reads every byte (and, for the read-only pass, sums them like the kernel did). */
+    size_t bad = pattern_mismatches(data, 0, RANGE_SIZE, sc->writes ? 1u : 0u);
     uint64_t sum = 0;
-    size_t bad = 0;
     for (size_t i = 0; i < RANGE_SIZE; ++i) {
-        uint8_t want = (uint8_t)(pattern_byte(i) + (sc->writes ? 1u : 0u));
         sum += data[i];
-        if (data[i] != want && bad++ == 0) {
-            fprintf(stderr, "first mismatch at offset %zu: got 0x%02x, expected 0x%02x\n", i, data[i], want);
-        }
     }
-    managed_stats d = stats_since(&before);
+    managed_stats after = stats_now();
+    managed_stats d = stats_delta(&before, &after);
     *hbmHeld = hbm_used() - hbmBefore;
     if (sc->writes) {
         expect(bad == 0, "%s: the CPU reads pattern + 1 in all %zu bytes", sc->name, (size_t)RANGE_SIZE);
@@ -355,18 +218,6 @@ static void show_attributes(void)
     CHECK(aclrtFree(data));
 }
 
-/* Managed memory exists on A2 products only (ACLVMM_SOC Ascend910B1, B2, B2C, B3, B4, B4-1). The
-   default SoC is one; another SoC chosen in the environment is replaced for this run. */
-static void select_a2_product(void)
-{
-    const char *soc = getenv("ACLVMM_SOC");
-    if (soc == NULL || soc[0] == '\0' || (strncmp(soc, "Ascend910B", 10) == 0 && soc[10] != '\0')) {
-        return;
-    }
-    printf("ACLVMM_SOC=%s has no managed memory: this run uses Ascend910B1\n", soc);
-    setenv("ACLVMM_SOC", "Ascend910B1", 1);
-}
-
 int main(void)
 {
     select_a2_product(); /* before aclInit: the SoC is read when the runtime starts */
@@ -377,11 +228,7 @@ int main(void)
 
     struct kernel_args args;
     memset(&args, 0, sizeof(args));
-    args.chunk = malloc(KERNEL_CHUNK);
-    if (args.chunk == NULL) {
-        fprintf(stderr, "[FAIL] out of host memory\n");
-        return 1;
-    }
+    args.chunk = xmalloc(KERNEL_CHUNK);
 
     const struct scenario reads = {"no advice, device reads", NO_ADVICE, ACL_MEM_LOCATIONTYPE_DEVICE, 0};
     const struct scenario readMostly = {"READ_MOSTLY, device reads", ACL_MEM_ADVISE_SET_READ_MOSTLY,
