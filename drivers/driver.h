@@ -39,6 +39,7 @@ class PhysicalMemory {
 struct CpuFault {
   uint64_t address = 0;
   bool write = false;
+  bool write_protect = false;  // a write to a page protected by protect_writes()
 };
 
 // CPU fault tracking for managed memory, without a process-wide signal handler: the CPU's access
@@ -61,6 +62,16 @@ class FaultTracker {
   virtual int resolve(uint64_t va, uint64_t size) = 0;
   // Waits up to timeout_ms for a fault: 0 with *fault set, -ETIMEDOUT, or -errno.
   virtual int next_fault(int timeout_ms, CpuFault* fault) = 0;
+
+  // Write tracking, where the machine has it (after start()): a CPU write to a protected page
+  // blocks and is reported with write_protect set, while reads go on unhindered.
+  virtual bool tracks_writes() const = 0;
+  // -EOPNOTSUPP without write tracking.
+  virtual int protect_writes(uint64_t va, uint64_t size) = 0;
+  // Lets writes in again and wakes the writers blocked in the range.
+  virtual int allow_writes(uint64_t va, uint64_t size) = 0;
+  // As resolve(), but the pages come back write-protected (resolve() without write tracking).
+  virtual int resolve_read_only(uint64_t va, uint64_t size) = 0;
 };
 
 struct PhysicalRequest {
@@ -127,7 +138,8 @@ class Backend {
                       CpuAccess access) = 0;
   // Restores the placeholder over [va, va+size).
   virtual int unmap_cpu(uint64_t va, uint64_t size) = 0;
-  // Binds host memory mapped at [va, va+size) to a NUMA node; -EOPNOTSUPP without NUMA.
+  // Binds host memory mapped at [va, va+size) to a NUMA node and moves the pages already there;
+  // node -1 restores the default policy. -EOPNOTSUPP without NUMA.
   virtual int bind_numa(uint64_t va, uint64_t size, int node) = 0;
 
   // CPU copies on process memory that report a bad pointer as -EFAULT instead of crashing.

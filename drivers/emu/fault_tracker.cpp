@@ -46,6 +46,20 @@ int open_uffd(bool* user_mode_only) {
   return -syscall_err;
 }
 
+// Sets (mode WP) or clears (mode 0) write-protection; EAGAIN means the address space changed
+// under the call, as for CONTINUE.
+int write_protect(int fd, uint64_t va, uint64_t size, uint64_t mode) {
+  struct uffdio_writeprotect wp = {};
+  wp.range.start = va;
+  wp.range.len = size;
+  wp.mode = mode;
+  for (int tries = 0;; ++tries) {
+    if (::ioctl(fd, UFFDIO_WRITEPROTECT, &wp) == 0) return 0;
+    if ((errno != EAGAIN && errno != EINTR) || tries >= kMaxTries) return -errno;
+    ::sched_yield();
+  }
+}
+
 int wake(int fd, uint64_t start, uint64_t len) {
   struct uffdio_range range = {start, len};
   return ::ioctl(fd, UFFDIO_WAKE, &range) == 0 ? 0 : -errno;
@@ -53,13 +67,13 @@ int wake(int fd, uint64_t start, uint64_t len) {
 
 // Maps [*cur, end) from the page cache. On failure *cur is the first page left unmapped; the kernel
 // has already woken the waiters below it.
-int continue_range(int fd, uint64_t* cur, uint64_t end) {
+int continue_range(int fd, uint64_t* cur, uint64_t end, uint64_t mode) {
   int tries = 0;
   while (*cur < end) {
     struct uffdio_continue c = {};
     c.range.start = *cur;
     c.range.len = end - *cur;
-    c.mode = 0;
+    c.mode = mode;
     if (::ioctl(fd, UFFDIO_CONTINUE, &c) == 0) {
       *cur = end;
       return 0;
@@ -96,25 +110,36 @@ int UffdFaultTracker::start() {
   if (started()) return 0;
   std::lock_guard<std::mutex> lock(start_mu_);
   if (started()) return 0;
-  bool user_only = false;
-  const int fd = open_uffd(&user_only);
-  if (fd < 0) return fd;
-  struct uffdio_api api = {};
-  api.api = UFFD_API;
-  api.features = UFFD_FEATURE_MINOR_SHMEM;
-  if (::ioctl(fd, UFFDIO_API, &api) != 0) {
-    const int e = errno;
-    ::close(fd);
-    // The kernel answers a feature it does not know with EINVAL.
-    return e == EINVAL ? -EOPNOTSUPP : -e;
+  // Minor faults are required; write-protection on shmem is asked for too and dropped when the
+  // kernel does not know it (EINVAL), which needs a new descriptor: UFFDIO_API is one-shot.
+  int last_error = -EOPNOTSUPP;
+  for (const bool with_writes : {true, false}) {
+    bool user_only = false;
+    const int fd = open_uffd(&user_only);
+    if (fd < 0) return fd;
+    struct uffdio_api api = {};
+    api.api = UFFD_API;
+    api.features = UFFD_FEATURE_MINOR_SHMEM;
+    if (with_writes) api.features |= UFFD_FEATURE_WP_HUGETLBFS_SHMEM | UFFD_FEATURE_PAGEFAULT_FLAG_WP;
+    if (::ioctl(fd, UFFDIO_API, &api) != 0) {
+      const int e = errno;
+      ::close(fd);
+      last_error = e == EINVAL ? -EOPNOTSUPP : -e;
+      if (e == EINVAL) continue;
+      return last_error;
+    }
+    if (!(api.features & UFFD_FEATURE_MINOR_SHMEM) ||
+        !(api.ioctls & (1ull << _UFFDIO_REGISTER))) {
+      ::close(fd);
+      return -EOPNOTSUPP;
+    }
+    user_mode_only_.store(user_only, std::memory_order_release);
+    tracks_writes_.store(with_writes && (api.features & UFFD_FEATURE_WP_HUGETLBFS_SHMEM),
+                         std::memory_order_release);
+    fd_.store(fd, std::memory_order_release);
+    return 0;
   }
-  if (!(api.features & UFFD_FEATURE_MINOR_SHMEM) || !(api.ioctls & (1ull << _UFFDIO_REGISTER))) {
-    ::close(fd);
-    return -EOPNOTSUPP;
-  }
-  user_mode_only_.store(user_only, std::memory_order_release);
-  fd_.store(fd, std::memory_order_release);
-  return 0;
+  return last_error;
 }
 
 int UffdFaultTracker::watch(uint64_t va, uint64_t size) {
@@ -125,10 +150,12 @@ int UffdFaultTracker::watch(uint64_t va, uint64_t size) {
   reg.range.start = va;
   reg.range.len = size;
   reg.mode = UFFDIO_REGISTER_MODE_MINOR;
+  if (tracks_writes()) reg.mode |= UFFDIO_REGISTER_MODE_WP;
   if (::ioctl(fd, UFFDIO_REGISTER, &reg) != 0) return -errno;
   // The kernel lists the ioctls the registered mappings support; without CONTINUE no revoked page
   // could ever be handed back.
-  if (!(reg.ioctls & (1ull << _UFFDIO_CONTINUE))) {
+  const bool wp_ok = !tracks_writes() || (reg.ioctls & (1ull << _UFFDIO_WRITEPROTECT));
+  if (!(reg.ioctls & (1ull << _UFFDIO_CONTINUE)) || !wp_ok) {
     struct uffdio_range range = {va, size};
     (void)::ioctl(fd, UFFDIO_UNREGISTER, &range);
     return -EOPNOTSUPP;
@@ -163,27 +190,43 @@ int UffdFaultTracker::resolve(uint64_t va, uint64_t size) {
   if (!valid_page_range(va, size)) return -EINVAL;
   const uint64_t end = va + size;
   uint64_t cur = va;
-  if (continue_range(fd, &cur, end) == 0) return 0;
-  return resolve_pages(fd, cur, end);
+  if (continue_range(fd, &cur, end, 0) == 0) return 0;
+  return resolve_pages(fd, cur, end, 0);
+}
+
+int UffdFaultTracker::resolve_read_only(uint64_t va, uint64_t size) {
+  if (!tracks_writes()) return resolve(va, size);
+  const int fd = this->fd();
+  if (fd < 0) return -EBADF;
+  if (!valid_page_range(va, size)) return -EINVAL;
+  uint64_t cur = va;
+  int rc = 0;
+  if (continue_range(fd, &cur, va + size, UFFDIO_CONTINUE_MODE_DONTWAKE) != 0) {
+    rc = resolve_pages(fd, cur, va + size, UFFDIO_CONTINUE_MODE_DONTWAKE);
+  }
+  const int protect = protect_writes(va, size);
+  const int woke = wake(fd, va, size);
+  return rc != 0 ? rc : protect != 0 ? protect : woke;
 }
 
 // One CONTINUE stops at the first page it cannot map: already mapped (EEXIST), outside a registered
 // mapping or its range crossing into another mapping (ENOENT), not in the page cache (EFAULT: the
 // kernel turns shmem's ENOENT into EFAULT there). Page by page, the rest still gets mapped, and
 // every page that cannot be gets an explicit wake, since the kernel wakes only what it maps.
-int UffdFaultTracker::resolve_pages(int fd, uint64_t va, uint64_t end) {
+int UffdFaultTracker::resolve_pages(int fd, uint64_t va, uint64_t end, uint64_t mode) {
   const uint64_t page = page_size();
   int result = 0;
   uint64_t wake_begin = va;
   uint64_t wake_end = va;
   auto flush_wake = [&] {
-    if (wake_begin == wake_end) return;
+    // DONTWAKE: the caller wakes the whole range itself once it is ready.
+    if (wake_begin == wake_end || (mode & UFFDIO_CONTINUE_MODE_DONTWAKE)) return;
     const int rc = wake(fd, wake_begin, wake_end - wake_begin);
     if (rc != 0 && result == 0) result = rc;
   };
   for (uint64_t p = va; p < end; p += page) {
     uint64_t cur = p;
-    const int rc = continue_range(fd, &cur, p + page);
+    const int rc = continue_range(fd, &cur, p + page, mode);
     if (rc == 0) continue;
     if (rc != -EEXIST && rc != -ENOENT && rc != -EFAULT && result == 0) result = rc;
     if (p != wake_end) {
@@ -194,6 +237,26 @@ int UffdFaultTracker::resolve_pages(int fd, uint64_t va, uint64_t end) {
   }
   flush_wake();
   return result;
+}
+
+int UffdFaultTracker::protect_writes(uint64_t va, uint64_t size) {
+  const int fd = this->fd();
+  if (fd < 0) return -EBADF;
+  if (!tracks_writes()) return -EOPNOTSUPP;
+  if (!valid_page_range(va, size)) return -EINVAL;
+  return write_protect(fd, va, size, UFFDIO_WRITEPROTECT_MODE_WP);
+}
+
+int UffdFaultTracker::allow_writes(uint64_t va, uint64_t size) {
+  const int fd = this->fd();
+  if (fd < 0) return -EBADF;
+  if (!tracks_writes()) return -EOPNOTSUPP;
+  if (!valid_page_range(va, size)) return -EINVAL;
+  const int rc = write_protect(fd, va, size, 0);  // mode 0 clears and wakes the writers
+  // Unregistered or remapped meanwhile: nothing is protected any more, but a writer may still
+  // be waiting.
+  if (rc != 0) (void)wake(fd, va, size);
+  return rc;
 }
 
 int UffdFaultTracker::next_fault(int timeout_ms, CpuFault* fault) {
@@ -233,6 +296,7 @@ int UffdFaultTracker::next_fault(int timeout_ms, CpuFault* fault) {
     if (msg.event != UFFD_EVENT_PAGEFAULT) continue;
     fault->address = msg.arg.pagefault.address;
     fault->write = (msg.arg.pagefault.flags & UFFD_PAGEFAULT_FLAG_WRITE) != 0;
+    fault->write_protect = (msg.arg.pagefault.flags & UFFD_PAGEFAULT_FLAG_WP) != 0;
     return 0;
   }
 }

@@ -16,6 +16,9 @@
 // - Only pages present in the memfd's page cache can be handed back; populate() them before
 //   revoking. A page that left the cache anyway (a hole punched by fill(0)) is not mapped by
 //   resolve(); its waiters are woken and then fault the page in normally (it reads as zeros).
+// - Write tracking: ranges are registered for write-protect faults as well when the kernel offers
+//   them on shmem. Protection lives in the page-table entries (markers where no entry exists), so
+//   allow_writes() a range before revoking it: a revoked page must come back writable.
 // - fork(): without UFFD_FEATURE_EVENT_FORK the child's mappings are not registered (its accesses
 //   fault normally), but the inherited descriptor still refers to the parent's address space, so a
 //   forked child must not call this object.
@@ -56,13 +59,21 @@ class UffdFaultTracker final : public FaultTracker {
   // timeout_ms < 0 waits without limit. Several threads faulting on one page give several faults.
   int next_fault(int timeout_ms, CpuFault* fault) override;
 
+  // uffd write-protection on shmem (Linux 5.19+), asked for at start() and used when granted.
+  bool tracks_writes() const override { return tracks_writes_.load(std::memory_order_acquire); }
+  int protect_writes(uint64_t va, uint64_t size) override;
+  int allow_writes(uint64_t va, uint64_t size) override;
+  // Maps without waking, protects, then wakes: no waiter can slip a write in between.
+  int resolve_read_only(uint64_t va, uint64_t size) override;
+
  private:
   int fd() const { return fd_.load(std::memory_order_acquire); }
-  int resolve_pages(int fd, uint64_t va, uint64_t end);
+  int resolve_pages(int fd, uint64_t va, uint64_t end, uint64_t mode);
 
   std::mutex start_mu_;
   std::atomic<int> fd_{-1};
   std::atomic<bool> user_mode_only_{false};
+  std::atomic<bool> tracks_writes_{false};
 };
 
 }  // namespace aclvmm::drv::emu

@@ -59,8 +59,14 @@ int numa_node_count() {
 
 int bind_numa(uint64_t va, uint64_t size, int node) {
   if (::numa_available() < 0) return -EOPNOTSUPP;
-  if (node < 0 || node > ::numa_max_node() || node >= kMaskBits) return -EINVAL;
+  if (node < -1 || node > ::numa_max_node() || node >= kMaskBits) return -EINVAL;
   if (!valid_page_range(va, size)) return -EINVAL;
+  if (node == -1) {
+    return ::mbind(reinterpret_cast<void*>(static_cast<uintptr_t>(va)), size, MPOL_DEFAULT,
+                   nullptr, 0, 0) == 0
+               ? 0
+               : -errno;
+  }
   // A mask on the stack: libnuma's bitmask allocator exits the process when out of memory.
   unsigned long mask[kMaskBits / kBitsPerWord] = {};
   mask[node / kBitsPerWord] = 1ul << (node % kBitsPerWord);

@@ -1,6 +1,12 @@
 // Map routes (links) and peer mapping.
+#include <algorithm>
+#include <mutex>
+#include <optional>
+#include <vector>
+
 #include "api/api_common.h"
 #include "core/runtime.h"
+#include "core/stats.h"
 #include "core/vmm.h"
 
 using namespace aclvmm;
@@ -11,6 +17,30 @@ aclError gate(const char* api, Feature f) {
   const Product& p = Runtime::get().config().product;
   if (!p.supports(f)) return api::fail(api, ACL_ERROR_RT_FEATURE_NOT_SUPPORT, std::string(api) + " is not supported on " + p.soc);
   return ACL_SUCCESS;
+}
+
+// Swaps the handle's route; returns the one it had, or nullopt when the handle is gone.
+std::optional<uint32_t> swap_route(uint64_t handle, uint32_t link) {
+  auto& table = Runtime::get().physical();
+  std::lock_guard<std::mutex> lock(table.mutex());
+  auto phys = table.find_locked(handle);
+  if (!phys) return std::nullopt;
+  const uint32_t before = phys->link;
+  phys->link = link;
+  return before;
+}
+
+// One block of aclrtMemMapSelectedLink, as the vendor runtime does it: an extra reference on the
+// source block's handle, its route set to the selected link for this one mapping, then the
+// route and the reference restored.
+Status map_block(uint64_t dst, uint64_t size, uint64_t src, uint32_t link) {
+  auto handle = vmm::retain(src);
+  if (!handle.ok()) return handle.status();
+  const std::optional<uint32_t> route = swap_route(*handle, link);
+  Status st = vmm::map(dst, size, 0, *handle, false);
+  if (route) (void)swap_route(*handle, *route);
+  (void)vmm::free_physical(*handle);
+  return st;
 }
 
 }  // namespace
@@ -50,30 +80,23 @@ aclError aclrtMemMapSelectedLink(void* virPtrDst, size_t size, void* virPtrSrc, 
   if (!first.ok() || first->base != src) {
     return api::fail(api, ACL_ERROR_RT_PARAM_INVALID, "virPtrSrc must be the start of a mapping");
   }
-  // Map each block of the source again at the same offset of the destination; on failure undo
-  // what was mapped so the call leaves nothing behind.
-  uint64_t off = 0;
+  std::vector<uint64_t> made;  // destination blocks mapped so far
   Status st;
-  while (off < size && st.ok()) {
-    auto range = vmm::address_range(src + off);
-    if (!range.ok()) {
-      st = range.status();
+  for (uint64_t off = 0; off < size;) {
+    auto block = vmm::address_range(src + off);
+    if (!block.ok()) {
+      st = block.status();
       break;
     }
-    auto h = vmm::retain(src + off);
-    if (!h.ok()) {
-      st = h.status();
-      break;
-    }
-    st = vmm::map(dst + off, range->size, 0, *h, false);
-    (void)vmm::free_physical(*h);
-    if (st.ok()) off += range->size;
+    st = map_block(dst + off, std::min<uint64_t>(block->size, size - off), src + off, linkIdx);
+    if (!st.ok()) break;
+    made.push_back(dst + off);
+    off += block->size;
   }
   if (!st.ok()) {
-    for (uint64_t undo = 0; undo < off;) {
-      auto range = vmm::address_range(dst + undo);
-      (void)vmm::unmap(dst + undo);
-      undo += range.ok() ? range->size : off;
+    // Nothing of a failed call stays behind: neither the mappings nor their link counts.
+    for (uint64_t va : made) {
+      if (vmm::unmap(va).ok()) uncount_link_mapping(linkIdx);
     }
   }
   return api::finish(api, st);

@@ -68,9 +68,6 @@ aclError aclrtMallocPhysical(aclrtDrvMemHandle* handle, size_t size, const aclrt
   } else if (type == ACL_MEM_LOCATION_TYPE_HOST_NUMA) {
     auto ctx = rt.current_context();
     if (!ctx.ok()) return api::finish(api, ctx.status());
-    if (rt.backend().numa_node_count() == 0) {
-      return api::fail(api, ACL_ERROR_RT_FEATURE_NOT_SUPPORT, "this host has no NUMA support");
-    }
     spec.side = Side::kHostNuma;
     spec.device = static_cast<int>(prop->location.id);
   } else if (type == ACL_MEM_LOCATION_TYPE_HOST) {

@@ -32,9 +32,12 @@ Status AddressSpace::map(uint64_t va, uint64_t size, uint64_t handle,
   if (!r || !is_reservation(*r)) {
     return drv_error(hex(va) + " is not inside a reservation made with aclrtReserveMemAddress");
   }
-  if (va % kChunk != 0 || size % kChunk != 0) {
+  // The device maps whole pages of the handle: 1 GiB pages need 1 GiB-aligned ranges.
+  const uint64_t granule = phys->page_type == kHuge1GPage ? kGiB : kChunk;
+  if (va % granule != 0 || size % granule != 0) {
     return drv_error("address " + hex(va) + " and size " + std::to_string(size) +
-                     " must be multiples of the 2 MiB granularity");
+                     " must be multiples of the handle's " +
+                     (granule == kGiB ? "1 GiB" : "2 MiB") + " granularity");
   }
   if (size > r->base + r->size - va) {
     return drv_error("mapping " + std::to_string(size) + " bytes at " + hex(va) +

@@ -32,6 +32,10 @@ Status bad(const char* var, const std::string& value, const char* accepted) {
 
 }  // namespace
 
+const char* interconnect_name(Interconnect link) {
+  return link == Interconnect::kPcie ? "pcie" : "hccs";
+}
+
 bool parse_size(const std::string& text, uint64_t* out) {
   if (text.empty()) return false;
   std::string digits = text;
@@ -117,6 +121,14 @@ StatusOr<Config> load_config() {
   if (std::string v = env("ACLVMM_QUIRKS"); !v.empty()) {
     if (v != "none" && v != "vendor") return bad("ACLVMM_QUIRKS", v, "none, vendor");
     c.quirks_vendor = v == "vendor";
+  }
+  if (std::string v = env("ACLVMM_INTERCONNECT"); !v.empty()) {
+    if (v != "hccs" && v != "pcie") return bad("ACLVMM_INTERCONNECT", v, "hccs, pcie");
+    c.interconnect = v == "pcie" ? Interconnect::kPcie : Interconnect::kHccs;
+  }
+  if (std::string v = env("ACLVMM_HOST_NUMA"); !v.empty()) {
+    if (v != "on" && v != "off") return bad("ACLVMM_HOST_NUMA", v, "on, off");
+    c.host_numa = v == "on";
   }
   if (std::string v = env("ACLVMM_FAULTS"); !v.empty()) {
     auto rules = parse_faults(v);

@@ -16,12 +16,20 @@ struct FaultRule {
   int code = 0;
 };
 
+// How the emulated devices are attached to the host (ACLVMM_INTERCONNECT). It decides what a
+// product offers where the documentation depends on the link: aclrtMemMapNoAccess over PCIe.
+enum class Interconnect { kHccs, kPcie };
+const char* interconnect_name(Interconnect link);
+
 struct Config {
   Product product;
   int device_count = 8;           // physical emulated devices
   uint64_t device_memory = 0;     // bytes per device
   bool host_access_open = false;  // ACLVMM_HOST_ACCESS=open
   bool quirks_vendor = false;     // ACLVMM_QUIRKS=vendor
+  Interconnect interconnect = Interconnect::kHccs;
+  // ACLVMM_HOST_NUMA=off emulates a host without NUMA support, whatever the machine has.
+  bool host_numa = true;
   std::vector<FaultRule> faults;
   std::string stats_file;
   std::string trace_file;  // ACLVMM_TRACE_FILE: managed-memory events as Chrome trace JSON

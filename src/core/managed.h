@@ -10,6 +10,10 @@
 // the CPU continues. Advice changes the policy: READ_MOSTLY gives devices read copies instead of
 // moving the page, PREFERRED_LOCATION keeps pages where they are preferred and lets others reach
 // them in place, ACCESSED_BY keeps a processor's access while the page lives elsewhere.
+// Read copies are write-protected for the CPU where the kernel can track writes, so a CPU write
+// invalidates them (the next device read takes a new copy). HOST_NUMA locations place the host
+// copy of a page on that node (libnuma, through the backend). Eviction picks the device's least
+// recently used page from a per-device LRU (managed_lru.h).
 // Without fault tracking every page stays on the host and device operations reach it in place.
 #pragma once
 
@@ -20,10 +24,12 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
 #include "core/address_space.h"
+#include "core/managed_lru.h"
 #include "core/status.h"
 #include "core/va_allocator.h"
 #include "drivers/driver.h"
@@ -31,6 +37,7 @@
 namespace aclvmm {
 
 inline constexpr int kHostResident = -1;
+inline constexpr uint64_t kManagedPage = kChunk;  // managed memory migrates in 2 MiB pages
 
 // A location as the managed-memory calls name it (aclrtMemManagedLocationType values).
 struct ManagedLocation {
@@ -46,8 +53,9 @@ struct ManagedPage {
   uint64_t accessed_by = 0;     // devices that keep access wherever the page lives
   bool accessed_by_host = false;
   ManagedLocation last_prefetch;
-  uint64_t last_use = 0;        // LRU clock of the device residency
+  uint64_t lru_stamp = 0;       // its entry in the resident device's LRU (0: none)
   bool cpu_revoked = false;     // the CPU's entries were dropped: its next access faults
+  bool write_protected = false; // CPU writes fault: read copies exist (READ_MOSTLY)
 };
 
 struct ManagedRange {
@@ -65,6 +73,7 @@ struct ManagedStats {
   std::atomic<uint64_t> bytes_to_host{0};
   std::atomic<uint64_t> evictions{0};
   std::atomic<uint64_t> prefetch_bytes{0};
+  std::atomic<uint64_t> read_copy_invalidations{0};
 };
 
 class ManagedMemory {
@@ -74,6 +83,8 @@ class ManagedMemory {
   void attach(drv::Backend* backend, uint64_t window, uint64_t window_size);
   bool in_window(uint64_t va) const { return va - window_ < window_size_; }
   bool fault_tracking() const { return tracking_; }
+  // CPU writes to READ_MOSTLY pages invalidate the devices' read copies.
+  bool write_tracking() const { return tracking_ && tracker_->tracks_writes(); }
 
   StatusOr<uint64_t> allocate(uint64_t size);
   Status free(uint64_t base);
@@ -92,30 +103,42 @@ class ManagedMemory {
   size_t release_all();
   size_t live() const;
   const ManagedStats& stats() const { return stats_; }
+  // The "managed" object of aclvmmStatsJson.
+  std::string stats_json() const;
 
  private:
   using Lock = std::unique_lock<std::mutex>;
+  static Status not_allocated(uint64_t va);
   ManagedRange* find(uint64_t va);
   const ManagedRange* find(uint64_t va) const;
   // Pages [first, last) of the ranges covering [va, va+size); 507899 if any is unallocated.
   Status pages_of(uint64_t va, uint64_t size, std::vector<std::pair<ManagedRange*, size_t>>* out);
-  Status to_device(ManagedRange& r, size_t page, int device, Lock& lock);
+  Status to_device(ManagedRange& r, size_t page, int device);
   // true when it gave the CPU its access back.
   bool to_host(ManagedRange& r, size_t page, bool eviction);
   bool cpu_keeps_access(const ManagedPage& p) const;
   bool evict_one(int device);
+  // A device takes a read copy of a READ_MOSTLY page; CPU writes are caught from then on.
+  void add_read_copy(ManagedRange& r, size_t page, int device);
+  // Drops every read copy (a write happened or the advice went) and lets CPU writes in again.
+  void drop_read_copies(ManagedRange& r, size_t page);
+  // The CPU's view changes with residency or advice: revoke or restore its access.
+  void sync_cpu_access(ManagedRange& r, size_t page);
+  // Host copy of the page on NUMA node `node` (-1: default policy); best effort.
+  void place_on_node(ManagedRange& r, size_t page, int node);
   void serve_faults();
+  void serve_fault(const drv::CpuFault& fault);
   void start_tracking();  // under mu_
   void stop_tracking();   // not under mu_
 
   drv::Backend* backend_ = nullptr;
   drv::FaultTracker* tracker_ = nullptr;
-  bool tracking_ = false;
+  std::atomic<bool> tracking_{false};
   uint64_t window_ = 0, window_size_ = 0;
   mutable std::mutex mu_;
   VaAllocator va_;
   std::map<uint64_t, std::unique_ptr<ManagedRange>> ranges_;
-  uint64_t clock_ = 0;
+  ResidencyLru lru_;
   uint64_t reserved_total_ = 0;
   ManagedStats stats_;
   bool tracking_failed_ = false;

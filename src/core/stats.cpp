@@ -1,5 +1,6 @@
 #include "core/stats.h"
 
+#include <atomic>
 #include <cstdio>
 
 #include "core/log.h"
@@ -17,7 +18,27 @@ std::string quoted(const std::string& s) {
   return out + "\"";
 }
 
+// Process totals, like the managed counters: aclFinalize does not reset them.
+std::atomic<uint64_t> g_link_mappings[kLinkTypes];
+
+std::string links_json() {
+  static const char* const kNames[kLinkTypes] = {"sio", "hccs", "ub_one_port", "ub_multi_port"};
+  std::string out = "{";
+  for (uint32_t i = 0; i < kLinkTypes; ++i) {
+    out += fmt::format("{}\"{}\": {}", i ? ", " : "", kNames[i], g_link_mappings[i].load());
+  }
+  return out + "}";
+}
+
 }  // namespace
+
+void count_link_mapping(uint32_t link) {
+  if (link < kLinkTypes) g_link_mappings[link].fetch_add(1, std::memory_order_relaxed);
+}
+
+void uncount_link_mapping(uint32_t link) {
+  if (link < kLinkTypes) g_link_mappings[link].fetch_sub(1, std::memory_order_relaxed);
+}
 
 std::string stats_json(bool start) {
   Runtime& rt = Runtime::get();
@@ -31,24 +52,21 @@ std::string stats_json(bool start) {
                            devices.empty() ? "" : ", ", i, pool->total(), pool->used());
   }
   AddressSpace& space = rt.space();
-  ManagedMemory& m = rt.managed();
-  const ManagedStats& ms = m.stats();
   return fmt::format(
-      "{{\"soc\": {}, \"family\": {}, \"driver\": {}, \"devices\": [{}], "
+      "{{\"soc\": {}, \"family\": {}, \"driver\": {}, \"interconnect\": {}, \"links\": {}, "
+      "\"devices\": [{}], "
       "\"live\": {{\"physical_handles\": {}, \"reservations\": {}, \"mappings\": {}, "
       "\"exports\": {}, \"imports\": {}, \"managed_allocations\": {}, \"device_allocations\": {}, "
       "\"host_allocations\": {}}}, "
-      "\"managed\": {{\"fault_tracking\": {}, \"host_faults\": {}, \"device_faults\": {}, "
-      "\"bytes_to_device\": {}, \"bytes_to_host\": {}, \"evictions\": {}, \"prefetch_bytes\": {}}}, "
+      "\"managed\": {}, "
       "\"ipc\": {{\"imports_denied\": {}}}}}",
-      quoted(cfg.product.soc), quoted(cfg.product.family_name()), quoted(cfg.driver), devices,
+      quoted(cfg.product.soc), quoted(cfg.product.family_name()), quoted(cfg.driver),
+      quoted(interconnect_name(cfg.interconnect)), links_json(), devices,
       rt.physical().size(),
       space.region_count(RegionKind::kReservation) + space.region_count(RegionKind::kNoUcReservation),
       space.mapping_count(), rt.sharing().live_exports(), rt.sharing().live_imports(),
       rt.managed().live(), space.region_count(RegionKind::kDeviceMalloc),
-      space.region_count(RegionKind::kHostPinned), m.fault_tracking() ? "true" : "false",
-      ms.host_faults.load(), ms.device_faults.load(), ms.bytes_to_device.load(),
-      ms.bytes_to_host.load(), ms.evictions.load(), ms.prefetch_bytes.load(), rt.sharing().denied());
+      space.region_count(RegionKind::kHostPinned), rt.managed().stats_json(), rt.sharing().denied());
 }
 
 void write_stats_file_at_exit() {

@@ -2,6 +2,7 @@
 #include <mutex>
 
 #include "core/runtime.h"
+#include "core/stats.h"
 #include "core/vmm.h"
 
 namespace aclvmm::vmm {
@@ -44,9 +45,19 @@ Status release(uint64_t va) {
 
 Status map(uint64_t va, uint64_t size, uint64_t offset, uint64_t handle, bool no_access) {
   Runtime& rt = Runtime::get();
+  const Config& cfg = rt.config();
+  // products.md: over PCIe, A2, A3 and 950 devices have no "no access" mappings; the driver
+  // refuses before it looks at the arguments.
+  if (no_access && cfg.interconnect == Interconnect::kPcie &&
+      !cfg.product.supports(Feature::kNoAccessOverPcie)) {
+    return Error(ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
+                 "aclrtMemMapNoAccess is not supported on PCIe-interconnected " + cfg.product.soc +
+                     " devices (ACLVMM_INTERCONNECT=pcie)");
+  }
   if (offset != 0) return Error(ACL_ERROR_RT_PARAM_INVALID, "offset is reserved and must be 0");
   auto& table = rt.physical();
   std::shared_ptr<PhysicalAllocation> phys;
+  uint32_t link = 0;
   {
     std::lock_guard<std::mutex> lock(table.mutex());
     phys = table.find_locked(handle);
@@ -56,13 +67,16 @@ Status map(uint64_t va, uint64_t size, uint64_t offset, uint64_t handle, bool no
     }
     ++phys->ref;
     ++phys->map_ref;
+    link = phys->link;  // the route in force when the mapping is requested
   }
   Status st = rt.space().map(va, size, handle, phys, no_access);
   if (!st.ok()) {
     std::lock_guard<std::mutex> lock(table.mutex());
     --phys->ref;
     --phys->map_ref;
+    return st;
   }
+  count_link_mapping(link);
   return st;
 }
 

@@ -19,10 +19,25 @@ Status bad_handle() {
                "the handle is not a live physical memory handle (freed, forged or foreign)");
 }
 
+// The runtime asks the driver whether host NUMA memory exists (behavior.md §1,
+// FEATURE_SVM_VMM_NORMAL_GRANULARITY) before the driver sees the request.
+Status host_numa_supported(Runtime& rt) {
+  if (!rt.config().host_numa) {
+    return Error(ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
+                 "host NUMA memory is not supported: ACLVMM_HOST_NUMA=off emulates a host without "
+                 "NUMA");
+  }
+  if (rt.backend().numa_node_count() == 0) {
+    return Error(ACL_ERROR_RT_FEATURE_NOT_SUPPORT, "this host has no NUMA support");
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 StatusOr<uint64_t> malloc_physical(uint64_t size, const PhysicalSpec& spec) {
   Runtime& rt = Runtime::get();
+  if (spec.side == Side::kHostNuma) ACLVMM_RETURN_IF_ERROR(host_numa_supported(rt));
   if (!rt.svm_ready()) return no_device_opened();
   if (spec.reserve != 0) return Error(ACL_ERROR_RT_PARAM_INVALID, "prop->reserve must be 0");
   drv::Backend& be = rt.backend();

@@ -4,81 +4,23 @@
 #include <cstring>
 #include <string>
 
-#include "api/stats_json_util.h"
-#include "api/test_util.h"
+#include "api/managed_util.h"
 
 namespace aclvmm_test {
 namespace {
 
-constexpr long long kPage = static_cast<long long>(k2M);
-
-aclrtMemManagedLocation mloc(int type, int32_t id = 0) {
-  aclrtMemManagedLocation l{};
-  store_raw(l.type, type);
-  l.id = id;
-  return l;
-}
-const aclrtMemManagedLocation kDev0 = mloc(ACL_MEM_LOCATIONTYPE_DEVICE, 0);
-const aclrtMemManagedLocation kHost = mloc(ACL_MEM_LOCATIONTYPE_HOST, 0);
-
-struct Managed {
-  long long host_faults, device_faults, to_device, to_host;
-};
-Managed counters() {
-  const Json j = stats();
-  return {stat_int(j, "managed.host_faults"), stat_int(j, "managed.device_faults"),
-          stat_int(j, "managed.bytes_to_device"), stat_int(j, "managed.bytes_to_host")};
-}
-// Checks the change of the counters since the last check (in pages for the byte counters).
-class Delta {
- public:
-  Delta() : start_(counters()) {}
-  void expect(long long host_faults, long long device_faults, long long to_device,
-              long long to_host, const char* what) {
-    const Managed now = counters();
-    EXPECT_EQ(now.host_faults - start_.host_faults, host_faults) << what;
-    EXPECT_EQ(now.device_faults - start_.device_faults, device_faults) << what;
-    EXPECT_EQ(now.to_device - start_.to_device, to_device * kPage) << what;
-    EXPECT_EQ(now.to_host - start_.to_host, to_host * kPage) << what;
-    start_ = now;
-  }
-
- private:
-  Managed start_;
-};
-
-class ManagedAdviceTest : public AclTest {
- protected:
-  char* managed(uint64_t size) {
-    void* p = nullptr;
-    EXPECT_EQ(aclrtMemAllocManaged(&p, size, ACL_RT_MEM_ATTACH_GLOBAL), kOk);
-    return static_cast<char*>(p);
-  }
-  bool tracking() {
-    const Json j = stats();
-    const Json* v = j.path("managed.fault_tracking");
-    return v && v->type == Json::kBool && v->b;
-  }
-  aclError advise(const void* p, uint64_t size, aclrtMemManagedAdviseType a, aclrtMemManagedLocation l) {
-    return aclrtMemManagedAdvise(p, size, a, l);
-  }
-};
-
-#define REQUIRE_TRACKING()                                                                    \
-  do {                                                                                        \
-    if (!tracking()) GTEST_SKIP() << "no CPU fault tracking here (ManagedMigrationTest asserts it)"; \
-  } while (0)
+class ManagedAdviceTest : public ManagedTest {};
 
 // READ_MOSTLY: a device read makes a read copy (a device fault, one page to the device, once per
 // device) and the page stays where it is, so the CPU reads it without faulting.
 TEST_F(ManagedAdviceTest, ReadMostlyGivesDevicesReadCopies) {
   char* p = managed(4 * kMiB);
   ASSERT_NE(p, nullptr);
-  REQUIRE_TRACKING();
+  REQUIRE_MANAGED_TRACKING();
   const std::string pat = pattern(4 * kMiB, 6);
   std::memcpy(p, pat.data(), pat.size());
   ASSERT_EQ(advise(p, k2M, ACL_MEM_ADVISE_SET_READ_MOSTLY, kDev0), kOk);  // page 0 only
-  Delta d;
+  ManagedDelta d;
   EXPECT_EQ(get(p, k2M), pat.substr(0, k2M));
   d.expect(0, 1, 1, 0, "device 0 gets a read copy of page 0");
   EXPECT_EQ(get(p + 100, 1000), pat.substr(100, 1000));
@@ -111,10 +53,10 @@ TEST_F(ManagedAdviceTest, PreferredDeviceKeepsThePageThereAndTheCpuReachesIt) {
     SCOPED_TRACE(cpu_touched_first ? "the CPU wrote the pages first" : "the CPU never touched the pages");
     char* p = managed(4 * kMiB);
     ASSERT_NE(p, nullptr);
-    REQUIRE_TRACKING();
+    REQUIRE_MANAGED_TRACKING();
     if (cpu_touched_first) std::memset(p, 0x01, 4 * kMiB);
     ASSERT_EQ(advise(p, 4 * kMiB, ACL_MEM_ADVISE_SET_PREFERRED_LOCATION, kDev0), kOk);
-    Delta d;
+    ManagedDelta d;
     ASSERT_EQ(aclrtMemset(p, 4 * kMiB, 0x33, 4 * kMiB), kOk);
     d.expect(0, 2, 2, 0, "device 0 takes both pages");
     EXPECT_TRUE(all_bytes(std::string(p, 4 * kMiB), 0x33));
@@ -126,24 +68,38 @@ TEST_F(ManagedAdviceTest, PreferredDeviceKeepsThePageThereAndTheCpuReachesIt) {
   }
 }
 
-// PREFERRED_LOCATION host: device operations reach the page in place (nothing migrates).
-TEST_F(ManagedAdviceTest, PreferredHostKeepsThePageOnTheHost) {
-  char* p = managed(4 * kMiB);
-  ASSERT_NE(p, nullptr);
-  REQUIRE_TRACKING();
-  ASSERT_EQ(advise(p, 4 * kMiB, ACL_MEM_ADVISE_SET_PREFERRED_LOCATION, kHost), kOk);
-  Delta d;
-  ASSERT_EQ(aclrtMemset(p, 4 * kMiB, 0x55, 4 * kMiB), kOk);
-  d.expect(0, 0, 0, 0, "device 0 writes the host pages in place");
-  EXPECT_TRUE(all_bytes(std::string(p, 4 * kMiB), 0x55));
-  d.expect(0, 0, 0, 0, "no host fault");
-  // UNSET restores migration.
-  ASSERT_EQ(advise(p, 4 * kMiB, ACL_MEM_ADVISE_UNSET_PREFERRED_LOCATION, kHost), kOk);
-  ASSERT_EQ(aclrtMemset(p, 4 * kMiB, 0x56, 4 * kMiB), kOk);
-  d.expect(0, 2, 2, 0, "without the advice both pages migrate");
-  EXPECT_TRUE(all_bytes(std::string(p, 4 * kMiB), 0x56));
-  d.expect(2, 0, 0, 2, "and fault back");
-  EXPECT_EQ(aclrtFree(p), kOk);
+// PREFERRED_LOCATION host and ACCESSED_BY device 0 leave the pages on the host: device 0 reaches
+// them in place (nothing migrates, no fault). UNSET restores migration.
+TEST_F(ManagedAdviceTest, PreferredHostOrAccessedByDeviceLeavesThePagesOnTheHost) {
+  const struct {
+    const char* name;
+    aclrtMemManagedAdviseType set, unset;
+    aclrtMemManagedLocation where;
+    char value;  // the first memset; the one after UNSET writes value + 1
+  } cases[] = {
+      {"PREFERRED_LOCATION host", ACL_MEM_ADVISE_SET_PREFERRED_LOCATION,
+       ACL_MEM_ADVISE_UNSET_PREFERRED_LOCATION, kHost, 0x55},
+      {"ACCESSED_BY device 0", ACL_MEM_ADVISE_SET_ACCESSED_BY, ACL_MEM_ADVISE_UNSET_ACCESSED_BY, kDev0,
+       0x77},
+  };
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.name);
+    char* p = managed(4 * kMiB);
+    ASSERT_NE(p, nullptr);
+    REQUIRE_MANAGED_TRACKING();
+    ASSERT_EQ(advise(p, 4 * kMiB, c.set, c.where), kOk);
+    ManagedDelta d;
+    ASSERT_EQ(aclrtMemset(p, 4 * kMiB, c.value, 4 * kMiB), kOk);
+    d.expect(0, 0, 0, 0, "device 0 writes the host pages in place");
+    EXPECT_TRUE(all_bytes(std::string(p, 4 * kMiB), c.value));
+    d.expect(0, 0, 0, 0, "the pages never left the host: no host fault");
+    ASSERT_EQ(advise(p, 4 * kMiB, c.unset, c.where), kOk);
+    ASSERT_EQ(aclrtMemset(p, 4 * kMiB, c.value + 1, 4 * kMiB), kOk);
+    d.expect(0, 2, 2, 0, "UNSET: both pages migrate again");
+    EXPECT_TRUE(all_bytes(std::string(p, 4 * kMiB), c.value + 1));
+    d.expect(2, 0, 0, 2, "and fault back");
+    EXPECT_EQ(aclrtFree(p), kOk);
+  }
 }
 
 // ACCESSED_BY host: the page migrates on a device operation but the CPU keeps its mapping, so a
@@ -153,10 +109,10 @@ TEST_F(ManagedAdviceTest, AccessedByHostKeepsTheCpuMapping) {
     SCOPED_TRACE(cpu_touched_first ? "the CPU wrote the pages first" : "the CPU never touched the pages");
     char* p = managed(4 * kMiB);
     ASSERT_NE(p, nullptr);
-    REQUIRE_TRACKING();
+    REQUIRE_MANAGED_TRACKING();
     if (cpu_touched_first) std::memset(p, 0x01, 4 * kMiB);
     ASSERT_EQ(advise(p, k2M, ACL_MEM_ADVISE_SET_ACCESSED_BY, kHost), kOk);
-    Delta d;
+    ManagedDelta d;
     ASSERT_EQ(aclrtMemset(p, 4 * kMiB, 0x66, 4 * kMiB), kOk);
     d.expect(0, 2, 2, 0, "both pages migrate to device 0");
     EXPECT_TRUE(all_bytes(std::string(p, k2M), 0x66));
@@ -165,24 +121,6 @@ TEST_F(ManagedAdviceTest, AccessedByHostKeepsTheCpuMapping) {
     d.expect(1, 0, 0, 1, "page 1 (no advice) faults back");
     EXPECT_EQ(aclrtFree(p), kOk);
   }
-}
-
-// ACCESSED_BY device 0: device 0 reaches the page where it lives (no migration, no fault).
-TEST_F(ManagedAdviceTest, AccessedByDeviceReachesThePageInPlace) {
-  char* p = managed(4 * kMiB);
-  ASSERT_NE(p, nullptr);
-  REQUIRE_TRACKING();
-  ASSERT_EQ(advise(p, 4 * kMiB, ACL_MEM_ADVISE_SET_ACCESSED_BY, kDev0), kOk);
-  Delta d;
-  ASSERT_EQ(aclrtMemset(p, 4 * kMiB, 0x77, 4 * kMiB), kOk);
-  d.expect(0, 0, 0, 0, "device 0 writes in place");
-  EXPECT_TRUE(all_bytes(std::string(p, 4 * kMiB), 0x77));
-  d.expect(0, 0, 0, 0, "the pages never left the host");
-  ASSERT_EQ(advise(p, 4 * kMiB, ACL_MEM_ADVISE_UNSET_ACCESSED_BY, kDev0), kOk);
-  ASSERT_EQ(aclrtMemset(p, 4 * kMiB, 0x78, 4 * kMiB), kOk);
-  d.expect(0, 2, 2, 0, "UNSET: the pages migrate again");
-  EXPECT_TRUE(all_bytes(std::string(p, 4 * kMiB), 0x78));
-  EXPECT_EQ(aclrtFree(p), kOk);
 }
 
 // Advice applies to whole 2 MiB pages (the kernel rounds ptr down and size up, §10).

@@ -11,9 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "api/stats_json_util.h"
+#include "api/managed_util.h"
 #include "api/test_env.h"
-#include "api/test_util.h"
 
 namespace aclvmm_test {
 namespace {
@@ -47,13 +46,6 @@ constexpr uint64_t kTiB = uint64_t(1) << 40;
 constexpr uint64_t kUvmBase = 0x90000000000ull;
 constexpr uint64_t kUvmSize = 3 * kTiB;
 
-aclrtMemManagedLocation mloc(int type, int32_t id = 0) {
-  aclrtMemManagedLocation l{};
-  store_raw(l.type, type);
-  l.id = id;
-  return l;
-}
-
 // Runs fn with no current context on this thread, then makes device 0's context current again.
 aclError without_context(const std::function<aclError()>& fn) {
   aclrtContext c = nullptr;
@@ -64,14 +56,7 @@ aclError without_context(const std::function<aclError()>& fn) {
   return e;
 }
 
-class ManagedAllocTest : public AclTest {
- protected:
-  char* managed(uint64_t size) {
-    void* p = nullptr;
-    EXPECT_EQ(aclrtMemAllocManaged(&p, size, ACL_RT_MEM_ATTACH_GLOBAL), kOk) << size;
-    return static_cast<char*>(p);
-  }
-};
+class ManagedAllocTest : public ManagedTest {};
 
 // §10: the size is rounded up to 2 MiB; §9: the range of an interior pointer is the whole
 // allocation (its UVM node, 2 MiB rounded).
@@ -204,15 +189,6 @@ TEST_F(ManagedAllocTest, MisuseTable) {
   }
 }
 
-// In a forked child: a failed check prints itself and becomes the exit code.
-#define CHILD_CHECK(cond, code)                                                   \
-  do {                                                                            \
-    if (!(cond)) {                                                                \
-      fprintf(stderr, "child check %d failed: %s (line %d)\n", code, #cond, __LINE__); \
-      return code;                                                                \
-    }                                                                             \
-  } while (0)
-
 // products.md: at most 3 TiB of managed virtual memory per process; beyond → 207001. The
 // allocations are sparse, so terabytes cost nothing until touched. Runs in a child with a time
 // limit: every step (allocation, touch, free) must be cheap, and a hang must not stall the suite.
@@ -261,20 +237,17 @@ TEST_F(ManagedAllocTest, OtherProductsAnswerNotSupported) {
     // A window address stands in for a pointer (none can be allocated here).
     const void* fake = reinterpret_cast<void*>(kUvmBase);
     aclrtStream s = nullptr;
-    EXPECT_EQ(aclrtMemManagedAdvise(fake, k2M, ACL_MEM_ADVISE_SET_READ_MOSTLY,
-                                    mloc(ACL_MEM_LOCATIONTYPE_DEVICE, 0)),
-              kNotSupported);
+    EXPECT_EQ(aclrtMemManagedAdvise(fake, k2M, ACL_MEM_ADVISE_SET_READ_MOSTLY, kDev0), kNotSupported);
     int32_t v = 0;
     EXPECT_EQ(aclrtMemManagedGetAttr(ACL_MEM_RANGE_ATTRIBUTE_READ_MOSTLY, fake, k2M, &v, 4), kNotSupported);
     aclrtMemManagedRangeAttribute attrs[] = {ACL_MEM_RANGE_ATTRIBUTE_READ_MOSTLY};
     void* data[] = {&v};
     size_t sizes[] = {4};
     EXPECT_EQ(aclrtMemManagedGetAttrs(attrs, 1, fake, k2M, data, sizes), kNotSupported);
-    EXPECT_EQ(aclrtMemManagedPrefetchAsync(fake, k2M, mloc(ACL_MEM_LOCATIONTYPE_DEVICE, 0), 0, s),
-              kNotSupported);
+    EXPECT_EQ(aclrtMemManagedPrefetchAsync(fake, k2M, kDev0, 0, s), kNotSupported);
     const void* ptrs[] = {fake};
     size_t psizes[] = {k2M};
-    aclrtMemManagedLocation locs[] = {mloc(ACL_MEM_LOCATIONTYPE_HOST)};
+    aclrtMemManagedLocation locs[] = {kHost};
     size_t idxs[] = {0};
     EXPECT_EQ(aclrtMemManagedPrefetchBatchAsync(ptrs, psizes, 1, locs, idxs, 1, 0, s), kNotSupported);
     EXPECT_EQ(live_count("managed_allocations"), 0);

@@ -5,22 +5,12 @@
 #include <string>
 #include <vector>
 
-#include "api/stats_json_util.h"
-#include "api/test_util.h"
+#include "api/managed_util.h"
 
 namespace aclvmm_test {
 namespace {
 
 using V = std::vector<int32_t>;
-
-aclrtMemManagedLocation mloc(int type, int32_t id = 0) {
-  aclrtMemManagedLocation l{};
-  store_raw(l.type, type);
-  l.id = id;
-  return l;
-}
-const aclrtMemManagedLocation kDev0 = mloc(ACL_MEM_LOCATIONTYPE_DEVICE, 0);
-const aclrtMemManagedLocation kHost = mloc(ACL_MEM_LOCATIONTYPE_HOST, 0);
 
 // The attribute travels as an int: values outside the enum must not be loaded as the enum (UBSan).
 aclError get_attr_raw(int attribute, const void* p, size_t size, void* data, size_t data_size) {
@@ -47,17 +37,7 @@ V accessed_by(const void* p, size_t size, size_t slots = 4) {
   return v;
 }
 
-class ManagedAttrTest : public AclTest {
- protected:
-  char* managed(uint64_t size) {
-    void* p = nullptr;
-    EXPECT_EQ(aclrtMemAllocManaged(&p, size, ACL_RT_MEM_ATTACH_GLOBAL), kOk);
-    return static_cast<char*>(p);
-  }
-  aclError advise(const void* p, uint64_t size, aclrtMemManagedAdviseType a, aclrtMemManagedLocation l) {
-    return aclrtMemManagedAdvise(p, size, a, l);
-  }
-};
+class ManagedAttrTest : public ManagedTest {};
 
 // READ_MOSTLY is 1 only if every page of the range has it.
 TEST_F(ManagedAttrTest, ReadMostlyOnlyWhenEveryPageHasIt) {

@@ -17,30 +17,10 @@
 
 #include <unistd.h>
 
-#include "api/stats_json_util.h"
-#include "api/test_util.h"
+#include "api/managed_util.h"
 
 namespace aclvmm_test {
 namespace {
-
-constexpr long long kPage = static_cast<long long>(k2M);
-
-aclrtMemManagedLocation mloc(int type, int32_t id = 0) {
-  aclrtMemManagedLocation l{};
-  store_raw(l.type, type);
-  l.id = id;
-  return l;
-}
-
-struct Managed {
-  long long host_faults, device_faults, to_device, to_host, evictions, prefetch;
-};
-Managed counters() {
-  const Json j = stats();
-  return {stat_int(j, "managed.host_faults"), stat_int(j, "managed.device_faults"),
-          stat_int(j, "managed.bytes_to_device"), stat_int(j, "managed.bytes_to_host"),
-          stat_int(j, "managed.evictions"), stat_int(j, "managed.prefetch_bytes")};
-}
 
 // Aborts the process with a message when the test body does not finish in time (a deadlock
 // would otherwise hang the whole run).
@@ -99,19 +79,7 @@ bool filled(const void* p, size_t n, char v) {
   return std::memcmp(p, ref.data(), n) == 0;
 }
 
-class ManagedConcurrencyTest : public AclTest {
- protected:
-  char* managed(uint64_t size) {
-    void* p = nullptr;
-    EXPECT_EQ(aclrtMemAllocManaged(&p, size, ACL_RT_MEM_ATTACH_GLOBAL), kOk);
-    return static_cast<char*>(p);
-  }
-  bool tracking() {
-    const Json j = stats();
-    const Json* v = j.path("managed.fault_tracking");
-    return v && v->type == Json::kBool && v->b;
-  }
-};
+class ManagedConcurrencyTest : public ManagedTest {};
 
 // The records a CPU thread writes into its own pages: kRecords per 2 MiB page, 64 bytes each,
 // with content determined by (thread, iteration, page, record).
@@ -134,11 +102,11 @@ TEST_F(ManagedConcurrencyTest, CpuThreadsKeepTheirBytesWhilePrefetchesMoveThePag
   constexpr size_t kSize = 32 * kMiB, kPagesPerThread = kSize / k2M / kThreads;
   char* p = managed(kSize);
   ASSERT_NE(p, nullptr);
-  if (!tracking()) GTEST_SKIP() << "no CPU fault tracking here (ManagedMigrationTest asserts it)";
+  REQUIRE_MANAGED_TRACKING();
   aclrtStream s = nullptr;
   ASSERT_EQ(aclrtCreateStream(&s), kOk);
   Watchdog dog("CpuThreadsKeepTheirBytesWhilePrefetchesMoveThePages", 120);
-  const Managed start = counters();
+  const ManagedCounters start = managed_counters();
   std::atomic<bool> stop{false};
   std::vector<long> last(kThreads, -1);
   Failures failures;
@@ -166,20 +134,21 @@ TEST_F(ManagedConcurrencyTest, CpuThreadsKeepTheirBytesWhilePrefetchesMoveThePag
   }
   int rc_fail = 0;
   for (int round = 0; round < kRounds; ++round) {
-    if (aclrtMemManagedPrefetchAsync(p, kSize, mloc(ACL_MEM_LOCATIONTYPE_DEVICE, 0), 0, s) != kOk) ++rc_fail;
+    if (aclrtMemManagedPrefetchAsync(p, kSize, kDev0, 0, s) != kOk) ++rc_fail;
     if (aclrtSynchronizeStream(s) != kOk) ++rc_fail;
-    if (aclrtMemManagedPrefetchAsync(p, kSize, mloc(ACL_MEM_LOCATIONTYPE_HOST), 0, s) != kOk) ++rc_fail;
+    if (aclrtMemManagedPrefetchAsync(p, kSize, kHost, 0, s) != kOk) ++rc_fail;
     if (aclrtSynchronizeStream(s) != kOk) ++rc_fail;
   }
   stop.store(true);
   for (auto& th : threads) th.join();
   EXPECT_EQ(rc_fail, 0);
   EXPECT_EQ(failures.count(), 0) << failures.text();
-  const Managed d = counters();
+  const ManagedCounters d = managed_counters();
   const long long moves = kRounds * static_cast<long long>(kSize / k2M);
-  EXPECT_EQ(d.to_device - start.to_device, moves * kPage) << "every round moves all pages in";
-  EXPECT_EQ(d.to_host - start.to_host, moves * kPage) << "and all of them out";
-  EXPECT_EQ(d.prefetch - start.prefetch + (d.host_faults - start.host_faults) * kPage, 2 * moves * kPage)
+  EXPECT_EQ(d.to_device - start.to_device, moves * kManagedPage) << "every round moves all pages in";
+  EXPECT_EQ(d.to_host - start.to_host, moves * kManagedPage) << "and all of them out";
+  EXPECT_EQ(d.prefetch - start.prefetch + (d.host_faults - start.host_faults) * kManagedPage,
+            2 * moves * kManagedPage)
       << "a page goes back by prefetch or by a CPU fault, never both";
   EXPECT_EQ(d.device_faults - start.device_faults, 0);
   // The threads write all the time, so some of their accesses must have met device-resident
@@ -211,9 +180,9 @@ TEST_F(ManagedConcurrencyTest, DeviceAndCpuThreadsOnDisjointPages) {
   constexpr size_t kSlice = 64 * 1024, kSlices = k2M / kSlice;  // device ops walk their page
   char* p = managed(8 * kMiB);  // page 0: device 0, page 1: device 1, pages 2-3: CPU threads
   ASSERT_NE(p, nullptr);
-  if (!tracking()) GTEST_SKIP() << "no CPU fault tracking here";
+  REQUIRE_MANAGED_TRACKING();
   Watchdog dog("DeviceAndCpuThreadsOnDisjointPages", 120);
-  const Managed start = counters();
+  const ManagedCounters start = managed_counters();
   Failures failures;
   std::vector<std::thread> threads;
   for (int device = 0; device < 2; ++device) {
@@ -242,7 +211,7 @@ TEST_F(ManagedConcurrencyTest, DeviceAndCpuThreadsOnDisjointPages) {
   }
   for (auto& th : threads) th.join();
   EXPECT_EQ(failures.count(), 0) << failures.text();
-  const Managed d = counters();
+  const ManagedCounters d = managed_counters();
   EXPECT_EQ(d.device_faults - start.device_faults, 2) << "each device page faults in once";
   EXPECT_EQ(d.host_faults - start.host_faults, 0) << "the CPU pages never left";
   const size_t last = ((kIterations - 1) % kSlices) * kSlice;
@@ -259,9 +228,9 @@ TEST_F(ManagedConcurrencyTest, PagePingPongsBetweenACpuThreadAndADeviceThread) {
   constexpr int kRounds = 100;
   char* p = managed(k2M);
   ASSERT_NE(p, nullptr);
-  if (!tracking()) GTEST_SKIP() << "no CPU fault tracking here";
+  REQUIRE_MANAGED_TRACKING();
   Watchdog dog("PagePingPongsBetweenACpuThreadAndADeviceThread", 120);
-  const Managed start = counters();
+  const ManagedCounters start = managed_counters();
   const std::string pats[2] = {pattern(k2M, 1), pattern(k2M, 2)};  // alternate between rounds
   std::atomic<int> turn{0};  // even: the CPU's turn, odd: the device's
   Failures failures;
@@ -287,7 +256,7 @@ TEST_F(ManagedConcurrencyTest, PagePingPongsBetweenACpuThreadAndADeviceThread) {
   device.join();
   EXPECT_EQ(failures.count(), 0) << failures.text();
   EXPECT_TRUE(filled(p, k2M, static_cast<char>((kRounds - 1) & 0xff)));
-  const Managed d = counters();
+  const ManagedCounters d = managed_counters();
   EXPECT_EQ(d.device_faults - start.device_faults, kRounds);
   EXPECT_EQ(d.host_faults - start.host_faults, kRounds);
   EXPECT_EQ(aclrtFree(p), kOk);
@@ -322,15 +291,6 @@ void open_later(Gate* g, int ms) {
   std::this_thread::sleep_for(std::chrono::milliseconds(ms));
   g->open.store(true);
 }
-
-// In a forked child: a failed check prints itself and becomes the exit code.
-#define CHILD_CHECK(cond, code)                                                          \
-  do {                                                                                   \
-    if (!(cond)) {                                                                       \
-      fprintf(stderr, "child check %d failed: %s (line %d)\n", code, #cond, __LINE__); \
-      return code;                                                                       \
-    }                                                                                    \
-  } while (0)
 
 // aclFinalize / aclrtResetDeviceForce while managed pages are migrating — by a stream task (a
 // kernel writing managed memory, a large prefetch) or by the CPU fault thread: the migration
@@ -377,7 +337,7 @@ TEST_F(ManagedConcurrencyTest, FinalizeAndResetWhilePagesMigrate) {
           helpers.emplace_back(open_later, &gate, 300);
           break;
         case kPrefetchFinalize:
-          CHILD_CHECK(aclrtMemManagedPrefetchAsync(p, size, mloc(ACL_MEM_LOCATIONTYPE_DEVICE, 0), 0, s) == kOk, 6);
+          CHILD_CHECK(aclrtMemManagedPrefetchAsync(p, size, kDev0, 0, s) == kOk, 6);
           std::this_thread::sleep_for(std::chrono::milliseconds(20));  // let the prefetch start
           break;
         case kCpuFaultFinalize:

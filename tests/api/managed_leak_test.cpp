@@ -8,8 +8,7 @@
 #include <cstring>
 #include <string>
 
-#include "api/stats_json_util.h"
-#include "api/test_util.h"
+#include "api/managed_util.h"
 
 namespace aclvmm_test {
 namespace {
@@ -27,21 +26,6 @@ int entries(const char* dir) {
 }
 int fds() { return entries("/proc/self/fd") - 1; }  // minus the one opendir holds
 int tasks() { return entries("/proc/self/task"); }
-
-bool tracking() {
-  const Json j = stats();
-  const Json* v = j.path("managed.fault_tracking");
-  return v && v->type == Json::kBool && v->b;
-}
-
-// In a forked child: a failed check prints itself and becomes the exit code.
-#define CHILD_CHECK(cond, code)                                                          \
-  do {                                                                                   \
-    if (!(cond)) {                                                                       \
-      fprintf(stderr, "child check %d failed: %s (line %d)\n", code, #cond, __LINE__); \
-      return code;                                                                       \
-    }                                                                                    \
-  } while (0)
 
 class ManagedLeakTest : public AclTest {};
 
@@ -63,7 +47,7 @@ TEST_F(ManagedLeakTest, FinalizeReleasesAllocationsTrackerDescriptorAndFaultWork
       CHILD_CHECK(static_cast<char*>(p[i])[7] == 0x40 + i, 6);       // and back (a CPU fault)
     }
     CHILD_CHECK(aclrtMemset(p[2], k2M, 1, k2M) == kOk, 7);  // left on the device
-    CHILD_CHECK(tracking(), 8);
+    CHILD_CHECK(fault_tracking(), 8);
     CHILD_CHECK(live_count("managed_allocations") == 3, 9);
     CHILD_CHECK(device_used(stats(), 0) >= static_cast<long long>(k2M), 10);
     const int fds_during = fds(), tasks_during = tasks();
@@ -81,7 +65,7 @@ TEST_F(ManagedLeakTest, FinalizeReleasesAllocationsTrackerDescriptorAndFaultWork
     CHILD_CHECK(device_used(stats(), 0) == 0, 19);
     void* q = nullptr;
     CHILD_CHECK(aclrtMemAllocManaged(&q, k2M, ACL_RT_MEM_ATTACH_GLOBAL) == kOk, 20);
-    CHILD_CHECK(tracking(), 21);
+    CHILD_CHECK(fault_tracking(), 21);
     const long long faults = stat_int(stats(), "managed.host_faults");
     CHILD_CHECK(aclrtMemset(q, k2M, 0x7e, k2M) == kOk, 22);
     CHILD_CHECK(static_cast<char*>(q)[k2M - 1] == 0x7e, 23);

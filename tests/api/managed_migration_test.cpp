@@ -5,73 +5,12 @@
 #include <cstring>
 #include <string>
 
-#include "api/stats_json_util.h"
-#include "api/test_util.h"
+#include "api/managed_util.h"
 
 namespace aclvmm_test {
 namespace {
 
-struct Managed {
-  long long host_faults = 0, device_faults = 0, to_device = 0, to_host = 0, evictions = 0,
-            prefetch = 0;
-};
-Managed counters() {
-  const Json j = stats();
-  Managed m;
-  m.host_faults = stat_int(j, "managed.host_faults");
-  m.device_faults = stat_int(j, "managed.device_faults");
-  m.to_device = stat_int(j, "managed.bytes_to_device");
-  m.to_host = stat_int(j, "managed.bytes_to_host");
-  m.evictions = stat_int(j, "managed.evictions");
-  m.prefetch = stat_int(j, "managed.prefetch_bytes");
-  return m;
-}
-Managed operator-(const Managed& a, const Managed& b) {
-  return {a.host_faults - b.host_faults, a.device_faults - b.device_faults, a.to_device - b.to_device,
-          a.to_host - b.to_host,         a.evictions - b.evictions,         a.prefetch - b.prefetch};
-}
-bool fault_tracking() {
-  const Json j = stats();
-  const Json* v = j.path("managed.fault_tracking");
-  return v && v->type == Json::kBool && v->b;
-}
-
-// The change of every counter since construction, compared in one go.
-class Delta {
- public:
-  Delta() : start_(counters()) {}
-  void expect(long long host_faults, long long device_faults, long long to_device_pages,
-              long long to_host_pages, const char* what) {
-    const Managed d = counters() - start_;
-    EXPECT_EQ(d.host_faults, host_faults) << what;
-    EXPECT_EQ(d.device_faults, device_faults) << what;
-    EXPECT_EQ(d.to_device, to_device_pages * static_cast<long long>(k2M)) << what;
-    EXPECT_EQ(d.to_host, to_host_pages * static_cast<long long>(k2M)) << what;
-    EXPECT_EQ(d.evictions, 0) << what;
-    EXPECT_EQ(d.prefetch, 0) << what;
-    start_ = counters();
-  }
-
- private:
-  Managed start_;
-};
-
-class ManagedMigrationTest : public AclTest {
- protected:
-  // Allocates, and skips the test when this machine cannot track CPU faults (FaultTracking
-  // asserts that it can).
-  char* managed(uint64_t size) {
-    void* p = nullptr;
-    EXPECT_EQ(aclrtMemAllocManaged(&p, size, ACL_RT_MEM_ATTACH_GLOBAL), kOk);
-    return static_cast<char*>(p);
-  }
-  bool tracking() { return fault_tracking(); }
-};
-
-#define REQUIRE_TRACKING()                                                              \
-  do {                                                                                  \
-    if (!tracking()) GTEST_SKIP() << "no CPU fault tracking here (see FaultTracking)"; \
-  } while (0)
+class ManagedMigrationTest : public ManagedTest {};
 
 // emulation.md §6, §8: "fault_tracking" reports whether CPU faults are tracked; on this machine
 // (userfaultfd available) it is true once managed memory exists.
@@ -90,8 +29,8 @@ TEST_F(ManagedMigrationTest, FaultTrackingIsOnAfterAnAllocation) {
 TEST_F(ManagedMigrationTest, DeviceOpsFaultPagesInAndCpuReadsFaultThemBack) {
   char* p = managed(16 * kMiB);
   ASSERT_NE(p, nullptr);
-  REQUIRE_TRACKING();
-  Delta d;
+  REQUIRE_MANAGED_TRACKING();
+  ManagedDelta d;
   // [1 MiB, 4 MiB) touches pages 0 and 1.
   ASSERT_EQ(aclrtMemset(p + kMiB, 3 * kMiB, 0x5a, 3 * kMiB), kOk);
   d.expect(0, 2, 2, 0, "memset of pages 0-1");
@@ -119,8 +58,8 @@ TEST_F(ManagedMigrationTest, DeviceOpsFaultPagesInAndCpuReadsFaultThemBack) {
 TEST_F(ManagedMigrationTest, CpuWritesAfterMigrationBackAreVisibleToD2HCopies) {
   char* p = managed(4 * kMiB);
   ASSERT_NE(p, nullptr);
-  REQUIRE_TRACKING();
-  Delta d;
+  REQUIRE_MANAGED_TRACKING();
+  ManagedDelta d;
   ASSERT_EQ(aclrtMemset(p, 4 * kMiB, 0x11, 4 * kMiB), kOk);
   d.expect(0, 2, 2, 0, "memset of both pages");
   const std::string pat = pattern(k2M, 9);
@@ -139,9 +78,9 @@ TEST_F(ManagedMigrationTest, CpuWritesAfterMigrationBackAreVisibleToD2HCopies) {
 TEST_F(ManagedMigrationTest, ResidencyIsChargedToTheExecutingDevice) {
   char* p = managed(6 * kMiB);
   ASSERT_NE(p, nullptr);
-  REQUIRE_TRACKING();
+  REQUIRE_MANAGED_TRACKING();
   const long long used0 = device_used(stats(), 0), used1 = device_used(stats(), 1);
-  Delta d;
+  ManagedDelta d;
   ASSERT_EQ(aclrtSetDevice(1), kOk);
   ASSERT_EQ(aclrtMemset(p, 6 * kMiB, 0x21, 6 * kMiB), kOk);
   d.expect(0, 3, 3, 0, "device 1 takes 3 pages");
@@ -167,9 +106,9 @@ TEST_F(ManagedMigrationTest, ResidencyIsChargedToTheExecutingDevice) {
 TEST_F(ManagedMigrationTest, ZeroMemsetOnTheDeviceThenCpuAccess) {
   char* p = managed(4 * kMiB);
   ASSERT_NE(p, nullptr);
-  REQUIRE_TRACKING();
+  REQUIRE_MANAGED_TRACKING();
   std::memset(p, 0x7f, 4 * kMiB);
-  Delta d;
+  ManagedDelta d;
   ASSERT_EQ(aclrtMemset(p, 4 * kMiB, 0, 4 * kMiB), kOk);
   d.expect(0, 2, 2, 0, "zero memset of both pages");
   EXPECT_TRUE(all_bytes(std::string(p, k2M), '\0'));
@@ -189,10 +128,10 @@ TEST_F(ManagedMigrationTest, CopyBetweenManagedRangesMigratesBothSides) {
   char* a = managed(4 * kMiB);
   char* b = managed(4 * kMiB);
   ASSERT_TRUE(a && b);
-  REQUIRE_TRACKING();
+  REQUIRE_MANAGED_TRACKING();
   const std::string pat = pattern(4 * kMiB, 5);
   std::memcpy(a, pat.data(), pat.size());
-  Delta d;
+  ManagedDelta d;
   ASSERT_EQ(aclrtMemcpy(b, 4 * kMiB, a, 4 * kMiB, ACL_MEMCPY_DEVICE_TO_DEVICE), kOk);
   d.expect(0, 4, 4, 0, "2 source + 2 destination pages");
   EXPECT_EQ(std::memcmp(b, pat.data(), pat.size()), 0);
@@ -217,10 +156,10 @@ void fill_kernel(aclvmmKernelContext* ctx, void* raw) {
 TEST_F(ManagedMigrationTest, EmulatedKernelWritesMigrateAndTheCpuSeesThem) {
   char* p = managed(4 * kMiB);
   ASSERT_NE(p, nullptr);
-  REQUIRE_TRACKING();
+  REQUIRE_MANAGED_TRACKING();
   aclrtStream s = nullptr;
   ASSERT_EQ(aclrtCreateStream(&s), kOk);
-  Delta d;
+  ManagedDelta d;
   KernelArgs args{p + k2M - 10, 20, 0x42, -1};
   ASSERT_EQ(aclvmmLaunchKernel(s, fill_kernel, &args), kOk);
   ASSERT_EQ(aclrtSynchronizeStream(s), kOk);
@@ -239,8 +178,8 @@ TEST_F(ManagedMigrationTest, ByteExactAcrossManyAlternations) {
   constexpr long long kPages = kSize / k2M;
   char* p = managed(kSize);
   ASSERT_NE(p, nullptr);
-  REQUIRE_TRACKING();
-  Delta d;
+  REQUIRE_MANAGED_TRACKING();
+  ManagedDelta d;
   for (unsigned round = 0; round < 8; ++round) {
     SCOPED_TRACE("round " + std::to_string(round));
     const std::string from_device = pattern(kSize, 2 * round + 100);

@@ -8,52 +8,11 @@
 #include <thread>
 #include <vector>
 
-#include "api/stats_json_util.h"
+#include "api/managed_util.h"
 #include "api/test_env.h"
-#include "api/test_util.h"
 
 namespace aclvmm_test {
 namespace {
-
-constexpr long long kPage = static_cast<long long>(k2M);
-
-aclrtMemManagedLocation mloc(int type, int32_t id = 0) {
-  aclrtMemManagedLocation l{};
-  store_raw(l.type, type);
-  l.id = id;
-  return l;
-}
-const aclrtMemManagedLocation kDev0 = mloc(ACL_MEM_LOCATIONTYPE_DEVICE, 0);
-const aclrtMemManagedLocation kHost = mloc(ACL_MEM_LOCATIONTYPE_HOST, 0);
-
-struct Managed {
-  long long host_faults, device_faults, to_device, to_host, evictions, prefetch;
-};
-Managed counters() {
-  const Json j = stats();
-  return {stat_int(j, "managed.host_faults"), stat_int(j, "managed.device_faults"),
-          stat_int(j, "managed.bytes_to_device"), stat_int(j, "managed.bytes_to_host"),
-          stat_int(j, "managed.evictions"), stat_int(j, "managed.prefetch_bytes")};
-}
-// Checks the change of every counter since the last check (in pages for the byte counters).
-class Delta {
- public:
-  Delta() : start_(counters()) {}
-  void expect(long long host_faults, long long device_faults, long long to_device,
-              long long to_host, long long prefetch, const char* what) {
-    const Managed now = counters();
-    EXPECT_EQ(now.host_faults - start_.host_faults, host_faults) << what;
-    EXPECT_EQ(now.device_faults - start_.device_faults, device_faults) << what;
-    EXPECT_EQ(now.to_device - start_.to_device, to_device * kPage) << what;
-    EXPECT_EQ(now.to_host - start_.to_host, to_host * kPage) << what;
-    EXPECT_EQ(now.prefetch - start_.prefetch, prefetch * kPage) << what;
-    EXPECT_EQ(now.evictions - start_.evictions, 0) << what;
-    start_ = now;
-  }
-
- private:
-  Managed start_;
-};
 
 // LAST_PREFETCH_LOCATION, _TYPE and _ID of [p, p+size) (behavior.md §10 encodings).
 std::vector<int32_t> last_prefetch(const void* p, size_t size) {
@@ -77,10 +36,10 @@ void gate_kernel(aclvmmKernelContext*, void* raw) {
   }
 }
 
-class ManagedPrefetchTest : public AclTest {
+class ManagedPrefetchTest : public ManagedTest {
  protected:
   void SetUp() override {
-    AclTest::SetUp();
+    ManagedTest::SetUp();
     if (HasFatalFailure()) return;
     ASSERT_EQ(aclrtCreateStream(&stream_), kOk);
   }
@@ -88,25 +47,10 @@ class ManagedPrefetchTest : public AclTest {
     if (stream_) {
       EXPECT_EQ(aclrtDestroyStream(stream_), kOk);
     }
-    AclTest::TearDown();
-  }
-  char* managed(uint64_t size) {
-    void* p = nullptr;
-    EXPECT_EQ(aclrtMemAllocManaged(&p, size, ACL_RT_MEM_ATTACH_GLOBAL), kOk);
-    return static_cast<char*>(p);
-  }
-  bool tracking() {
-    const Json j = stats();
-    const Json* v = j.path("managed.fault_tracking");
-    return v && v->type == Json::kBool && v->b;
+    ManagedTest::TearDown();
   }
   aclrtStream stream_ = nullptr;
 };
-
-#define REQUIRE_TRACKING()                                                                    \
-  do {                                                                                        \
-    if (!tracking()) GTEST_SKIP() << "no CPU fault tracking here (ManagedMigrationTest asserts it)"; \
-  } while (0)
 
 // Prefetch to device 0 on a created stream and on the NULL (default) stream: pages move ahead of
 // use, so a following device memset faults nothing; the attributes name device 0.
@@ -115,26 +59,29 @@ TEST_F(ManagedPrefetchTest, ToDeviceOnCreatedAndNullStream) {
     SCOPED_TRACE(s ? "created stream" : "NULL stream");
     char* p = managed(8 * kMiB);
     ASSERT_NE(p, nullptr);
-    REQUIRE_TRACKING();
+    REQUIRE_MANAGED_TRACKING();
     const std::string pat = pattern(8 * kMiB, 4);
     std::memcpy(p, pat.data(), pat.size());
     EXPECT_EQ(last_prefetch(p, 8 * kMiB), (V{-2, 0, -2})) << "never prefetched";
-    Delta d;
+    ManagedDelta d;
+    ManagedDelta::Expect two_prefetched;  // two pages to the device, by prefetching
+    two_prefetched.to_device = 2;
+    two_prefetched.prefetch = 2;
     // [1 MiB, 3 MiB) covers pages 0 and 1 (rounded to whole pages).
     ASSERT_EQ(aclrtMemManagedPrefetchAsync(p + kMiB, k2M, kDev0, 0, s), kOk);
     ASSERT_EQ(aclrtSynchronizeStream(s), kOk);
-    d.expect(0, 0, 2, 0, 2, "pages 0-1 to device 0");
+    d.expect(two_prefetched, "pages 0-1 to device 0");
     EXPECT_EQ(last_prefetch(p, 4 * kMiB), (V{0, ACL_MEM_LOCATIONTYPE_DEVICE, 0}));
     EXPECT_EQ(last_prefetch(p, 8 * kMiB), (V{-2, 0, -2})) << "pages 2-3 were not prefetched";
     ASSERT_EQ(aclrtMemManagedPrefetchAsync(p, 8 * kMiB, kDev0, 0, s), kOk);
     ASSERT_EQ(aclrtSynchronizeStream(s), kOk);
-    d.expect(0, 0, 2, 0, 2, "only pages 2-3 still had to move");
+    d.expect(two_prefetched, "only pages 2-3 still had to move");
     EXPECT_EQ(last_prefetch(p, 8 * kMiB), (V{0, ACL_MEM_LOCATIONTYPE_DEVICE, 0}));
     EXPECT_EQ(get(p, 8 * kMiB), pat) << "the device reads the CPU's bytes";
     ASSERT_EQ(aclrtMemset(p, 8 * kMiB, 0x3c, 8 * kMiB), kOk);
-    d.expect(0, 0, 0, 0, 0, "the copy and the memset find every page on device 0");
+    d.expect(0, 0, 0, 0, "the copy and the memset find every page on device 0");
     EXPECT_TRUE(all_bytes(std::string(p, 8 * kMiB), 0x3c));
-    d.expect(4, 0, 0, 4, 0, "the CPU pulls the pages back");
+    d.expect(4, 0, 0, 4, "the CPU pulls the pages back");
     EXPECT_EQ(aclrtFree(p), kOk);
   }
 }
@@ -154,17 +101,20 @@ TEST_F(ManagedPrefetchTest, ToHostBringsPagesBackBeforeTheCpuReads) {
     SCOPED_TRACE(c.name);
     char* p = managed(6 * kMiB);
     ASSERT_NE(p, nullptr);
-    REQUIRE_TRACKING();
-    Delta d;
+    REQUIRE_MANAGED_TRACKING();
+    ManagedDelta d;
     ASSERT_EQ(aclrtMemset(p, 6 * kMiB, 0x71, 4 * kMiB), kOk);
-    d.expect(0, 2, 2, 0, 0, "memset of pages 0-1");
+    d.expect(0, 2, 2, 0, "memset of pages 0-1");
     ASSERT_EQ(aclrtMemManagedPrefetchAsync(p, 6 * kMiB, c.where, 0, stream_), kOk);
     ASSERT_EQ(aclrtSynchronizeStream(stream_), kOk);
-    d.expect(0, 0, 0, 2, 2, "pages 0-1 back; page 2 was on the host already");
+    ManagedDelta::Expect back;
+    back.to_host = 2;
+    back.prefetch = 2;
+    d.expect(back, "pages 0-1 back; page 2 was on the host already");
     EXPECT_EQ(last_prefetch(p, 6 * kMiB), c.attrs);
     EXPECT_TRUE(all_bytes(std::string(p, 4 * kMiB), 0x71));
     EXPECT_TRUE(all_bytes(std::string(p + 4 * kMiB, k2M), '\0'));
-    d.expect(0, 0, 0, 0, 0, "CPU reads of prefetched pages do not fault");
+    d.expect(0, 0, 0, 0, "CPU reads of prefetched pages do not fault");
     EXPECT_EQ(aclrtFree(p), kOk);
   }
 }
@@ -175,25 +125,30 @@ TEST_F(ManagedPrefetchTest, ToHostBringsPagesBackBeforeTheCpuReads) {
 TEST_F(ManagedPrefetchTest, RunsInStreamOrder) {
   char* p = managed(8 * kMiB);
   ASSERT_NE(p, nullptr);
-  REQUIRE_TRACKING();
+  REQUIRE_MANAGED_TRACKING();
   std::atomic<bool> open{false};
-  Delta d;
+  ManagedDelta d;
   ASSERT_EQ(aclvmmLaunchKernel(stream_, gate_kernel, &open), kOk);
   ASSERT_EQ(aclrtMemsetAsync(p, 8 * kMiB, 0x6e, 8 * kMiB, stream_), kOk);
   ASSERT_EQ(aclrtMemManagedPrefetchAsync(p, 8 * kMiB, kHost, 0, stream_), kOk);
   ASSERT_EQ(aclrtMemManagedPrefetchAsync(p + 4 * kMiB, 4 * kMiB, kDev0, 0, stream_), kOk);
-  d.expect(0, 0, 0, 0, 0, "nothing ran yet: the stream is held by the gate kernel");
+  d.expect(0, 0, 0, 0, "nothing ran yet: the stream is held by the gate kernel");
   EXPECT_EQ(last_prefetch(p, 8 * kMiB), (V{-2, 0, -2}));
   open.store(true);
   ASSERT_EQ(aclrtSynchronizeStream(stream_), kOk);
   // memset: 4 pages in; prefetch host: 4 pages out; prefetch device: pages 2-3 in again.
-  d.expect(0, 4, 6, 4, 6, "memset, then both prefetches, in order");
+  ManagedDelta::Expect in_order;
+  in_order.device_faults = 4;
+  in_order.to_device = 6;
+  in_order.to_host = 4;
+  in_order.prefetch = 6;
+  d.expect(in_order, "memset, then both prefetches, in order");
   EXPECT_EQ(last_prefetch(p, 4 * kMiB), (V{-1, ACL_MEM_LOCATIONTYPE_HOST, -2}));
   EXPECT_EQ(last_prefetch(p + 4 * kMiB, 4 * kMiB), (V{0, ACL_MEM_LOCATIONTYPE_DEVICE, 0}));
   EXPECT_TRUE(all_bytes(std::string(p, 4 * kMiB), 0x6e));
-  d.expect(0, 0, 0, 0, 0, "pages 0-1 are on the host");
+  d.expect(0, 0, 0, 0, "pages 0-1 are on the host");
   EXPECT_TRUE(all_bytes(std::string(p + 4 * kMiB, 4 * kMiB), 0x6e));
-  d.expect(2, 0, 0, 2, 0, "pages 2-3 were on device 0");
+  d.expect(2, 0, 0, 2, "pages 2-3 were on device 0");
   EXPECT_EQ(aclrtFree(p), kOk);
 }
 
@@ -202,17 +157,20 @@ TEST_F(ManagedPrefetchTest, RunsInStreamOrder) {
 TEST_F(ManagedPrefetchTest, ToAnotherDevice) {
   char* p = managed(4 * kMiB);
   ASSERT_NE(p, nullptr);
-  REQUIRE_TRACKING();
+  REQUIRE_MANAGED_TRACKING();
   const long long used1 = device_used(stats(), 1);
-  Delta d;
+  ManagedDelta d;
   ASSERT_EQ(aclrtMemManagedPrefetchAsync(p, 4 * kMiB, mloc(ACL_MEM_LOCATIONTYPE_DEVICE, 1), 0, stream_), kOk);
   ASSERT_EQ(aclrtSynchronizeStream(stream_), kOk);
-  d.expect(0, 0, 2, 0, 2, "to device 1");
-  EXPECT_EQ(device_used(stats(), 1), used1 + 2 * kPage);
+  ManagedDelta::Expect to_device1;
+  to_device1.to_device = 2;
+  to_device1.prefetch = 2;
+  d.expect(to_device1, "to device 1");
+  EXPECT_EQ(device_used(stats(), 1), used1 + 2 * kManagedPage);
   EXPECT_EQ(last_prefetch(p, 4 * kMiB), (V{1, ACL_MEM_LOCATIONTYPE_DEVICE, 1}));
   ASSERT_EQ(aclrtMemset(p, k2M, 1, k2M), kOk);  // on device 0
-  d.expect(0, 1, 1, 0, 0, "device 0 takes page 0 from device 1");
-  EXPECT_EQ(device_used(stats(), 1), used1 + kPage);
+  d.expect(0, 1, 1, 0, "device 0 takes page 0 from device 1");
+  EXPECT_EQ(device_used(stats(), 1), used1 + kManagedPage);
   EXPECT_EQ(aclrtFree(p), kOk);
   EXPECT_EQ(device_used(stats(), 1), used1);
 }
@@ -227,13 +185,13 @@ TEST_F(ManagedPrefetchTest, VisibleDevicesRenumberTheLocations) {
   ASSERT_TRUE(env.ok());
   char* p = managed(4 * kMiB);
   ASSERT_NE(p, nullptr);
-  REQUIRE_TRACKING();
+  REQUIRE_MANAGED_TRACKING();
   const long long used3 = device_used(stats(), 3);
   const auto user1 = mloc(ACL_MEM_LOCATIONTYPE_DEVICE, 1);
   ASSERT_EQ(aclrtMemManagedPrefetchAsync(p, 4 * kMiB, user1, 0, nullptr), kOk);
   ASSERT_EQ(aclrtSynchronizeStream(nullptr), kOk);
   EXPECT_EQ(last_prefetch(p, 4 * kMiB), (V{1, ACL_MEM_LOCATIONTYPE_DEVICE, 1}));
-  EXPECT_EQ(device_used(stats(), 3), used3 + 2 * kPage) << "physical device 3 holds the pages";
+  EXPECT_EQ(device_used(stats(), 3), used3 + 2 * kManagedPage) << "physical device 3 holds the pages";
   ASSERT_EQ(aclrtMemManagedAdvise(p, 4 * kMiB, ACL_MEM_ADVISE_SET_PREFERRED_LOCATION, user1), kOk);
   ASSERT_EQ(aclrtMemManagedAdvise(p, 4 * kMiB, ACL_MEM_ADVISE_SET_ACCESSED_BY, user1), kOk);
   int32_t v = 0;
@@ -258,27 +216,31 @@ TEST_F(ManagedPrefetchTest, BatchSplitsTheRangesByLocationIndex) {
     char* b = managed(k2M);       // range 2
     char* c = managed(3 * kMiB);  // range 3: both of its pages
     ASSERT_TRUE(a && b && c);
-    REQUIRE_TRACKING();
+    REQUIRE_MANAGED_TRACKING();
     std::memset(a, 0x0a, 4 * kMiB);
-    Delta d;
+    ManagedDelta d;
     ASSERT_EQ(aclrtMemset(b, k2M, 0x0b, k2M), kOk);
     ASSERT_EQ(aclrtMemset(c, 4 * kMiB, 0x0c, 3 * kMiB), kOk);
-    d.expect(0, 3, 3, 0, 0, "ranges 2-3 start on device 0, ranges 0-1 on the host");
+    d.expect(0, 3, 3, 0, "ranges 2-3 start on device 0, ranges 0-1 on the host");
     const void* ptrs[] = {a, a + k2M + 1, b, c};
     size_t sizes[] = {k2M, 100, k2M, 3 * kMiB};
     aclrtMemManagedLocation locs[] = {kDev0, kHost};
     size_t idxs[] = {0, 2};
     ASSERT_EQ(aclrtMemManagedPrefetchBatchAsync(ptrs, sizes, 4, locs, idxs, 2, 0, s), kOk);
     ASSERT_EQ(aclrtSynchronizeStream(s), kOk);
-    d.expect(0, 0, 2, 3, 5, "2 pages to device 0, 3 to the host");
+    ManagedDelta::Expect split;
+    split.to_device = 2;
+    split.to_host = 3;
+    split.prefetch = 5;
+    d.expect(split, "2 pages to device 0, 3 to the host");
     EXPECT_EQ(last_prefetch(a, 4 * kMiB), (V{0, ACL_MEM_LOCATIONTYPE_DEVICE, 0}));
     EXPECT_EQ(last_prefetch(b, k2M), (V{-1, ACL_MEM_LOCATIONTYPE_HOST, -2}));
     EXPECT_EQ(last_prefetch(c, 4 * kMiB), (V{-1, ACL_MEM_LOCATIONTYPE_HOST, -2}));
     EXPECT_TRUE(all_bytes(std::string(b, k2M), 0x0b));
     EXPECT_TRUE(all_bytes(std::string(c, 3 * kMiB), 0x0c));
-    d.expect(0, 0, 0, 0, 0, "ranges 2-3 are on the host");
+    d.expect(0, 0, 0, 0, "ranges 2-3 are on the host");
     EXPECT_TRUE(all_bytes(get(a, 4 * kMiB), 0x0a));
-    d.expect(0, 0, 0, 0, 0, "ranges 0-1 are on device 0");
+    d.expect(0, 0, 0, 0, "ranges 0-1 are on device 0");
     for (char* p : {a, b, c}) EXPECT_EQ(aclrtFree(p), kOk);
   }
 }
@@ -317,10 +279,10 @@ TEST_F(ManagedPrefetchTest, MisuseTable) {
   };
   for (const Row& r : rows) {
     SCOPED_TRACE(r.name);
-    const Managed before = counters();
+    const ManagedCounters before = managed_counters();
     EXPECT_EQ(aclrtMemManagedPrefetchAsync(r.ptr, r.size, r.where, r.flags, stream_), r.want);
     EXPECT_EQ(aclrtSynchronizeStream(stream_), kOk);
-    const Managed after = counters();
+    const ManagedCounters after = managed_counters();
     EXPECT_EQ(after.prefetch, before.prefetch) << "nothing was prefetched";
     EXPECT_EQ(after.to_device, before.to_device);
   }
@@ -384,7 +346,7 @@ TEST_F(ManagedPrefetchTest, BatchMisuseTable) {
     SCOPED_TRACE(r.name);
     Args a = good();
     r.change(a);
-    const Managed before = counters();
+    const ManagedCounters before = managed_counters();
     EXPECT_EQ(aclrtMemManagedPrefetchBatchAsync(a.null_ptrs ? nullptr : a.ptrs.data(),
                                                 a.null_sizes ? nullptr : a.sizes.data(), a.count,
                                                 a.null_locs ? nullptr : a.locs.data(),
@@ -393,7 +355,7 @@ TEST_F(ManagedPrefetchTest, BatchMisuseTable) {
               r.want);
     EXPECT_EQ(aclrtSynchronizeStream(stream_), kOk);
     if (r.want != kOk) {
-      EXPECT_EQ(counters().prefetch, before.prefetch) << "a refused batch queues nothing";
+      EXPECT_EQ(managed_counters().prefetch, before.prefetch) << "a refused batch queues nothing";
       EXPECT_EQ(last_prefetch(p, 8 * kMiB), (V{-2, 0, -2}));
     }
   }

@@ -1,6 +1,9 @@
 // products.md: the SoC name selects a product family, its memory size and which calls and memory
-// attributes it supports (unsupported → exactly 207000). One runtime per family: the environment
-// is read at aclInit, so each test sets ACLVMM_SOC, initialises, and restores it afterwards.
+// attributes it supports (unsupported → exactly 207000). products_matrix_test.cpp checks the code
+// of every gated call per family; the tests here check what else the rules imply (memory sizes,
+// the checks around the gate, the data after a supported call, 1 GiB page rules). One runtime per
+// family: the environment is read at aclInit, so each test sets ACLVMM_SOC, initialises, and
+// restores it afterwards.
 #include <algorithm>
 #include <initializer_list>
 
@@ -157,42 +160,12 @@ TEST_P(Products, MemMapSelectedLinkOnlyA3) {
   EXPECT_EQ(aclrtReleaseMemAddress(dst), kOk);
 }
 
-TEST_P(Products, MemAllocManagedUnsupportedOutsideA2) {
+// The call-by-call gate is products_matrix_test.cpp; this is the order of checks around it.
+TEST_P(Products, MemAllocManagedFlagIsCheckedBeforeTheProduct) {
   void* p = nullptr;
   // behavior.md §10: the ACL flag check (100000) comes before any product gating.
   EXPECT_EQ(aclrtMemAllocManaged(&p, 4 * kMiB, 0), ACL_ERROR_INVALID_PARAM);
-  // A2 supports managed memory, which is not implemented yet: only the other families are checked.
-  if (in(fam(), {"A2"})) return;
-  EXPECT_EQ(aclrtMemAllocManaged(&p, 4 * kMiB, ACL_RT_MEM_ATTACH_GLOBAL), kNotSupported);
   EXPECT_EQ(p, nullptr);
-}
-
-TEST_P(Products, MemP2PMapUnsupportedOnEdge) {
-  aclrtDrvMemHandle h = handle();
-  void* va = reserve(k2M);
-  ASSERT_EQ(aclrtMapMem(va, k2M, 0, h, 0), kOk);
-  EXPECT_EQ(aclrtMemP2PMap(va, k2M, 1, 0), in(fam(), {"EDGE"}) ? kNotSupported : kOk);
-  EXPECT_EQ(aclrtUnmapMem(va), kOk);
-  EXPECT_EQ(aclrtFreePhysical(h), kOk);
-  EXPECT_EQ(aclrtReleaseMemAddress(va), kOk);
-}
-
-TEST_P(Products, ExpectPtrMustBeNullOn950) {
-  void* found = reserve(kGiB);
-  ASSERT_EQ(aclrtReleaseMemAddress(found), kOk);
-  void* va = nullptr;
-  const aclError expected = in(fam(), {"950"}) ? kNotSupported : kOk;
-  ASSERT_EQ(aclrtReserveMemAddress(&va, kGiB, 0, found, 0), expected);
-  if (expected == kOk) {
-    EXPECT_EQ(va, found);
-    EXPECT_EQ(aclrtReleaseMemAddress(va), kOk);
-  } else {
-    EXPECT_EQ(va, nullptr);
-    EXPECT_EQ(live_count("reservations"), 0);
-  }
-  // NULL expectPtr works everywhere.
-  ASSERT_EQ(aclrtReserveMemAddress(&va, kGiB, 0, nullptr, 0), kOk);
-  EXPECT_EQ(aclrtReleaseMemAddress(va), kOk);
 }
 
 TEST_P(Products, DeviceMemoryAttributes) {

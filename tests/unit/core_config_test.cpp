@@ -177,7 +177,8 @@ INSTANTIATE_TEST_SUITE_P(
 
 const char* const kVars[] = {"ACLVMM_SOC",          "ACLVMM_DEVICE_COUNT", "ACLVMM_DEVICE_MEMORY",
                              "ACLVMM_HOST_ACCESS",  "ACLVMM_QUIRKS",       "ACLVMM_FAULTS",
-                             "ACLVMM_STATS_FILE",   "ACLVMM_DRIVER",       "ASCEND_RT_VISIBLE_DEVICES"};
+                             "ACLVMM_STATS_FILE",   "ACLVMM_DRIVER",       "ASCEND_RT_VISIBLE_DEVICES",
+                             "ACLVMM_INTERCONNECT", "ACLVMM_HOST_NUMA"};
 
 // Saves every variable load_config reads, clears them for the test, restores them afterwards.
 class LoadConfig : public ::testing::Test {
@@ -212,6 +213,8 @@ TEST_F(LoadConfig, Defaults) {
   EXPECT_EQ(c->device_memory, 64 * kGiB);
   EXPECT_FALSE(c->host_access_open);
   EXPECT_FALSE(c->quirks_vendor);
+  EXPECT_EQ(c->interconnect, Interconnect::kHccs);
+  EXPECT_TRUE(c->host_numa);
   EXPECT_TRUE(c->faults.empty());
   EXPECT_EQ(c->stats_file, "");
   EXPECT_EQ(c->driver, "emu");
@@ -284,6 +287,11 @@ INSTANTIATE_TEST_SUITE_P(
                       EnvErrorCase{"ACLVMM_QUIRKS", "1"},
                       EnvErrorCase{"ACLVMM_FAULTS", "aclrtMalloc:0:1"},
                       EnvErrorCase{"ACLVMM_FAULTS", "garbage"},
+                      EnvErrorCase{"ACLVMM_INTERCONNECT", "PCIe"},
+                      EnvErrorCase{"ACLVMM_INTERCONNECT", "nvlink"},
+                      EnvErrorCase{"ACLVMM_INTERCONNECT", "hccs "},
+                      EnvErrorCase{"ACLVMM_HOST_NUMA", "0"},
+                      EnvErrorCase{"ACLVMM_HOST_NUMA", "disabled"},
                       EnvErrorCase{"ACLVMM_DRIVER", "cuda"},
                       EnvErrorCase{"ACLVMM_DRIVER", "none"}));
 
@@ -333,6 +341,48 @@ INSTANTIATE_TEST_SUITE_P(Table, LoadConfigChoice,
                                            ChoiceCase{"ACLVMM_HOST_ACCESS", "open", true, false},
                                            ChoiceCase{"ACLVMM_QUIRKS", "none", false, false},
                                            ChoiceCase{"ACLVMM_QUIRKS", "vendor", false, true}));
+
+// ACLVMM_INTERCONNECT and ACLVMM_HOST_NUMA: each accepted value, and a malformed one whose
+// message lists exactly what is accepted (configuration.md: like every other variable).
+TEST_F(LoadConfig, InterconnectValues) {
+  set("ACLVMM_INTERCONNECT", "pcie");
+  auto c = load_config();
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_EQ(c->interconnect, Interconnect::kPcie);
+  EXPECT_STREQ(interconnect_name(c->interconnect), "pcie");
+  set("ACLVMM_INTERCONNECT", "hccs");
+  c = load_config();
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_EQ(c->interconnect, Interconnect::kHccs);
+  EXPECT_STREQ(interconnect_name(c->interconnect), "hccs");
+  set("ACLVMM_INTERCONNECT", "");  // empty means the default
+  c = load_config();
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_EQ(c->interconnect, Interconnect::kHccs);
+  set("ACLVMM_INTERCONNECT", "ub");
+  c = load_config();
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.status().code(), kAclInvalidParam);
+  EXPECT_EQ(c.status().message(),
+            "environment variable ACLVMM_INTERCONNECT=\"ub\" is invalid; accepted values: hccs, pcie");
+}
+
+TEST_F(LoadConfig, HostNumaValues) {
+  set("ACLVMM_HOST_NUMA", "off");
+  auto c = load_config();
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_FALSE(c->host_numa);
+  set("ACLVMM_HOST_NUMA", "on");
+  c = load_config();
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_TRUE(c->host_numa);
+  set("ACLVMM_HOST_NUMA", "OFF");
+  c = load_config();
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.status().code(), kAclInvalidParam);
+  EXPECT_EQ(c.status().message(),
+            "environment variable ACLVMM_HOST_NUMA=\"OFF\" is invalid; accepted values: on, off");
+}
 
 TEST_F(LoadConfig, DriverEmuAccepted) {
   set("ACLVMM_DRIVER", "emu");

@@ -2,8 +2,11 @@
 // support per family, link types.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
+#include <iterator>
 #include <string>
+#include <vector>
 
 #include "core/product.h"
 #include "core/status.h"
@@ -81,11 +84,55 @@ INSTANTIATE_TEST_SUITE_P(
 
 class FindProductUnknown : public ::testing::TestWithParam<const char*> {};
 
-TEST_P(FindProductUnknown, InvalidParam) {
+// products.md's SoC names, in the order of its table, then the two 950 name patterns.
+const char* const kAcceptedNames[] = {
+    "Ascend910B1",      "Ascend910B2",       "Ascend910B2C",   "Ascend910B3",    "Ascend910B4",
+    "Ascend910B4-1",    "Ascend910_9381",    "Ascend910_9382", "Ascend910_9391", "Ascend910_9392",
+    "Ascend910_9362",   "Ascend910_9372",    "Ascend910_9363", "Ascend950PR_9599", "Ascend950DT_9591",
+    "Ascend310P1",      "Ascend310P3",       "Ascend310P5",    "Ascend310P7",    "Ascend310B1",
+    "Ascend310B2",      "Ascend310B3",       "Ascend310B4",    "Ascend910A",     "Ascend910B",
+    "Ascend910ProA",    "Ascend910ProB",     "Ascend910PremiumA", "Ascend950PR_*", "Ascend950DT_*"};
+
+// The names after "accepted: ", split at ", ".
+std::vector<std::string> accepted_list(const std::string& message) {
+  const std::string marker = "accepted: ";
+  const size_t at = message.find(marker);
+  if (at == std::string::npos) return {};
+  std::vector<std::string> names;
+  std::string rest = message.substr(at + marker.size());
+  for (size_t pos = 0;;) {
+    const size_t comma = rest.find(", ", pos);
+    names.push_back(rest.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos));
+    if (comma == std::string::npos) break;
+    pos = comma + 2;
+  }
+  return names;
+}
+
+TEST_P(FindProductUnknown, InvalidParamListingEveryName) {
   auto p = find_product(GetParam());
   ASSERT_FALSE(p.ok()) << GetParam();
   EXPECT_EQ(p.status().code(), 100000) << GetParam();
-  EXPECT_FALSE(p.status().message().empty());
+  const std::string msg = p.status().message();  // status() is a copy
+  EXPECT_NE(msg.find(std::string("ACLVMM_SOC=\"") + GetParam() + "\""), std::string::npos) << msg;
+  std::vector<std::string> listed = accepted_list(msg);
+  std::vector<std::string> expected(std::begin(kAcceptedNames), std::end(kAcceptedNames));
+  std::sort(listed.begin(), listed.end());
+  std::sort(expected.begin(), expected.end());
+  EXPECT_EQ(listed, expected) << msg;
+}
+
+// Every exact name the error lists is accepted, and so is a new name matching a listed pattern.
+TEST(FindProductNames, EveryListedNameIsAccepted) {
+  auto err = find_product("nope");
+  ASSERT_FALSE(err.ok());
+  const std::vector<std::string> listed = accepted_list(err.status().message());
+  ASSERT_EQ(listed.size(), std::size(kAcceptedNames));
+  for (std::string name : listed) {
+    if (!name.empty() && name.back() == '*') name.back() = '1';
+    auto p = find_product(name);
+    EXPECT_TRUE(p.ok()) << name << ": " << p.status().message();
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Table, FindProductUnknown,
@@ -121,9 +168,7 @@ TEST_P(ProductSupports, Table) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Table, ProductSupports,
-    ::testing::Values(
+const FeatureRow kExpectedSupport[] = {
         //                                                       950    A3     A2     EDGE   INF    TRAIN
         FeatureRow{"FabricShare", Feature::kFabricShare,         false, true,  false, false, false, false},
         FeatureRow{"NoUcReserve", Feature::kNoUcReserve,         false, true,  false, false, false, false},
@@ -137,8 +182,36 @@ INSTANTIATE_TEST_SUITE_P(
         FeatureRow{"MemHuge1G", Feature::kMemHuge1G,             false, true,  true,  false, false, false},
         FeatureRow{"MemP2PHuge1G", Feature::kMemP2PHuge1G,       false, true,  false, false, false, false},
         // 1 GiB pages exist exactly where ACL_HBM_MEM_HUGE1G is offered.
-        FeatureRow{"Huge1GPages", Feature::kHuge1GPages,         true,  true,  true,  false, false, false}),
-    [](const ::testing::TestParamInfo<FeatureRow>& info) { return std::string(info.param.name); });
+        FeatureRow{"Huge1GPages", Feature::kHuge1GPages,         true,  true,  true,  false, false, false},
+        // "aclrtMemMapNoAccess is not supported on PCIe-interconnected A2, A3 and 950 devices".
+        FeatureRow{"NoAccessOverPcie", Feature::kNoAccessOverPcie, false, false, false, true, true,  true},
+};
+
+INSTANTIATE_TEST_SUITE_P(Table, ProductSupports, ::testing::ValuesIn(kExpectedSupport),
+                         [](const ::testing::TestParamInfo<FeatureRow>& info) {
+                           return std::string(info.param.name);
+                         });
+
+// Every Feature has exactly one row above: a new Feature without expectations fails here.
+TEST(ProductSupports, ExpectationsCoverEveryFeature) {
+  std::vector<int> rows(kFeatureCount, 0);
+  for (const FeatureRow& r : kExpectedSupport) {
+    const int i = static_cast<int>(r.feature);
+    ASSERT_TRUE(i >= 0 && i < kFeatureCount) << r.name;
+    ++rows[i];
+  }
+  for (int i = 0; i < kFeatureCount; ++i) EXPECT_EQ(rows[i], 1) << "Feature " << i;
+}
+
+// A value outside the enum (a caller's bug) is never "supported".
+TEST(ProductSupports, UnknownFeatureIsUnsupported) {
+  for (const char* soc : kFamilySoc) {
+    auto p = find_product(soc);
+    ASSERT_TRUE(p.ok());
+    EXPECT_FALSE(p->supports(static_cast<Feature>(kFeatureCount))) << soc;
+    EXPECT_FALSE(p->supports(static_cast<Feature>(-1))) << soc;
+  }
+}
 
 // Every SoC of a family answers like its family.
 TEST(ProductSupports, SameAnswerForEveryNameOfAFamily) {

@@ -1,6 +1,7 @@
 // Tests of the emu driver backend against the real kernel: bytes, return codes, faults.
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <numaif.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
@@ -488,9 +489,20 @@ TEST_F(EmuDriver, BindNuma) {
   }
   EXPECT_EQ(be_->bind_numa(w, 2 * kMiB, 0), 0);
   ptr(w)[0] = 1;  // faults a page in under the policy
+  int mode = -1;
+  ASSERT_EQ(get_mempolicy(&mode, nullptr, 0, ptr(w), MPOL_F_ADDR), 0);
+  EXPECT_EQ(mode, MPOL_BIND);
+  int node = -1;
+  ASSERT_EQ(get_mempolicy(&node, nullptr, 0, ptr(w), MPOL_F_NODE | MPOL_F_ADDR), 0);
+  EXPECT_EQ(node, 0);
   EXPECT_EQ(be_->bind_numa(w, 2 * kMiB, 100000), -EINVAL);
-  EXPECT_EQ(be_->bind_numa(w, 2 * kMiB, -1), -EINVAL);
+  EXPECT_EQ(be_->bind_numa(w, 2 * kMiB, -2), -EINVAL);
   EXPECT_EQ(be_->bind_numa(w + 1, page(), 0), -EINVAL);
+  // -1 restores the default policy.
+  EXPECT_EQ(be_->bind_numa(w, 2 * kMiB, -1), 0);
+  ASSERT_EQ(get_mempolicy(&mode, nullptr, 0, ptr(w), MPOL_F_ADDR), 0);
+  EXPECT_EQ(mode, MPOL_DEFAULT);
+  EXPECT_EQ(ptr(w)[0], 1);
 }
 
 }  // namespace

@@ -315,6 +315,70 @@ TEST_F(EmuFaultTracker, BadRangesAreRejected) {
   EXPECT_EQ(tracker_.watch(anon, page()), -EINVAL);
 }
 
+// Write tracking: reads of a protected page go on, the first write blocks and is reported as a
+// write-protect fault, and allow_writes lets it land.
+TEST_F(EmuFaultTracker, ProtectedPageIsReadFreelyAndWritesBlock) {
+  if (!tracker_.tracks_writes()) GTEST_SKIP() << "no write-protection on shmem here";
+  Releaser rel(tracker_, base_, kSize);
+  ASSERT_EQ(tracker_.protect_writes(base_, kHuge), 0);
+  const uint64_t off = 7 * page() + 3;
+  Access r;
+  rel.read(base_ + off, &r);
+  ASSERT_TRUE(wait_for(r.done, milliseconds(5000))) << "a read of a protected page blocked";
+  EXPECT_EQ(r.value.load(), pattern(off));
+  Access w;
+  rel.write(base_ + off, 0x5C, &w);
+  CpuFault f;
+  ASSERT_EQ(tracker_.next_fault(1000, &f), 0);
+  EXPECT_EQ(f.address & ~(page() - 1), (base_ + off) & ~(page() - 1));
+  EXPECT_TRUE(f.write);
+  EXPECT_TRUE(f.write_protect);
+  EXPECT_FALSE(wait_for(w.done, milliseconds(50))) << "the writer was not blocked";
+  ASSERT_EQ(tracker_.allow_writes(base_, kHuge), 0);
+  ASSERT_TRUE(wait_for(w.done, milliseconds(5000)));
+  EXPECT_EQ(ptr(base_)[off], 0x5C);
+  // The second 2 MiB page was never protected.
+  ptr(base_)[kHuge + 1] = 1;
+  EXPECT_EQ(tracker_.next_fault(50, &f), -ETIMEDOUT);
+}
+
+// A revoked page handed back read-only: the reader gets the device's bytes and the next write
+// is still caught.
+TEST_F(EmuFaultTracker, ResolveReadOnlyKeepsWritesProtected) {
+  if (!tracker_.tracks_writes()) GTEST_SKIP() << "no write-protection on shmem here";
+  Releaser rel(tracker_, base_, kSize);
+  ASSERT_EQ(tracker_.revoke(base_, kHuge), 0);
+  device_write(page(), "R");
+  Access r;
+  rel.read(base_ + page(), &r);
+  expect_fault(base_ + page(), false);
+  ASSERT_EQ(tracker_.resolve_read_only(base_, kHuge), 0);
+  ASSERT_TRUE(wait_for(r.done, milliseconds(5000)));
+  EXPECT_EQ(r.value.load(), 'R');
+  Access w;
+  rel.write(base_ + 2 * page(), 0x11, &w);
+  CpuFault f;
+  ASSERT_EQ(tracker_.next_fault(1000, &f), 0);
+  EXPECT_TRUE(f.write_protect);
+  ASSERT_EQ(tracker_.allow_writes(base_, kHuge), 0);
+  ASSERT_TRUE(wait_for(w.done, milliseconds(5000)));
+  EXPECT_EQ(ptr(base_)[2 * page()], 0x11);
+}
+
+// Unwatching a protected range lets a blocked writer through (the protection goes with it).
+TEST_F(EmuFaultTracker, UnwatchReleasesABlockedWriter) {
+  if (!tracker_.tracks_writes()) GTEST_SKIP() << "no write-protection on shmem here";
+  Releaser rel(tracker_, base_, kSize);
+  ASSERT_EQ(tracker_.protect_writes(base_, kHuge), 0);
+  Access w;
+  rel.write(base_ + 9, 0x77, &w);
+  CpuFault f;
+  ASSERT_EQ(tracker_.next_fault(1000, &f), 0);
+  ASSERT_EQ(tracker_.unwatch(base_, kSize), 0);
+  ASSERT_TRUE(wait_for(w.done, milliseconds(5000)));
+  EXPECT_EQ(ptr(base_)[9], 0x77);
+}
+
 TEST(EmuFaultTrackerStart, IdempotentAndThreadSafe) {
   UffdFaultTracker t;
   EXPECT_FALSE(t.started());
@@ -339,6 +403,9 @@ TEST(EmuFaultTrackerStart, NotStartedRefusesEverything) {
   EXPECT_EQ(t.revoke(0x200000, 4096), -EBADF);
   EXPECT_EQ(t.resolve(0x200000, 4096), -EBADF);
   EXPECT_EQ(t.next_fault(0, &f), -EBADF);
+  EXPECT_EQ(t.protect_writes(0x200000, 4096), -EBADF);
+  EXPECT_EQ(t.allow_writes(0x200000, 4096), -EBADF);
+  EXPECT_EQ(t.resolve_read_only(0x200000, 4096), -EBADF);
 }
 
 TEST(EmuFaultTrackerStart, BackendOwnsOne) {
