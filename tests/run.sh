@@ -9,8 +9,13 @@
 #   tsan-build   configure + build <repo>/build-tsan (thread at -O1 -g1; the unit and API test
 #                binaries only, where the concurrency tests are)
 #   tsan         ctest -R 'Concurrency|Thread' over build-tsan
+#   fuzz-build   configure <repo>/build-fuzz with clang-14 and ACLVMM_FUZZ=ON (-O1 -g1) and build the
+#                libFuzzer harness only (tests/fuzz: the library's sources with ASan+UBSan)
+#   fuzz         ctest -L fuzz over build-fuzz: fuzz.api_bounded (fuzzing from the seed corpus for
+#                ACLVMM_FUZZ_SECONDS) and fuzz.regression (every seed and saved crash input once)
 #
-# ACLVMM_SKIP_SANITIZERS=1 skips the sanitizer stages; ACLVMM_JOBS overrides -j.
+# ACLVMM_SKIP_SANITIZERS=1 skips the sanitizer and fuzz stages; ACLVMM_FUZZ_SECONDS sets the fuzzing
+# time (default 60); ACLVMM_JOBS overrides -j.
 # A failing stage does not stop the others (a test stage is skipped only when its own tree
 # failed to build). Exit status is 1 if any stage failed. The last line is "N passed, M failed",
 # totalled over the ctest summaries of all stages; a build or ctest failure that produced no
@@ -114,6 +119,7 @@ fi
 if [ "${ACLVMM_SKIP_SANITIZERS:-0}" = 1 ]; then
     record asan SKIP "ACLVMM_SKIP_SANITIZERS=1"
     record tsan SKIP "ACLVMM_SKIP_SANITIZERS=1"
+    record fuzz SKIP "ACLVMM_SKIP_SANITIZERS=1"
 else
     # Sanitizer trees compile at -O1 with line tables only: what the reports need, and most of
     # the compile time of -O2 -g saved.
@@ -143,6 +149,17 @@ else
         run_ctest tsan "$TSAN_BUILD" "${TSAN_PREFIX[@]}" -- -R 'Concurrency|Thread'
     else
         record tsan SKIP "build failed"
+    fi
+
+    # libFuzzer needs clang; the harness links the library's sources itself, so only its target
+    # is built. The tests' sanitizer options are set by tests/fuzz/CMakeLists.txt.
+    FUZZ_BUILD="$REPO/build-fuzz"
+    if configure_and_build fuzz-build "$FUZZ_BUILD" aclvmm_fuzz_api "${SAN_FLAGS[@]}" \
+            -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14 -DACLVMM_FUZZ=ON \
+            -DACLVMM_FUZZ_SECONDS="${ACLVMM_FUZZ_SECONDS:-60}"; then
+        run_ctest fuzz "$FUZZ_BUILD" env -- -L fuzz
+    else
+        record fuzz SKIP "build failed"
     fi
 fi
 

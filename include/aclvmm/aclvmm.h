@@ -4,7 +4,9 @@
  * - aclvmmStatsJson: a JSON snapshot of the process's emulated state (devices, live objects,
  *   managed-memory and sharing counters); see docs/emulation.md for the keys.
  * - aclvmmInjectFault: make the nth following call of an ACL function fail with a chosen code,
- *   to test an application's error paths. The failing call changes nothing.
+ *   to test an application's error paths. The failing call changes nothing. A "drv.*" name fails
+ *   one backend step (memfd, mmap, mbind, socket, userfaultfd ...) in the middle of a call
+ *   instead, to test the library's own rollback; aclvmmFaultRemaining tells whether it fired.
  * - Emulated kernels: there is no Ascend C compiler here, so a host function stands in for a
  *   kernel. aclvmmLaunchKernel queues it on a stream; when the stream reaches it, it runs on the
  *   stream's device and reaches device memory through aclvmmKernelRead/aclvmmKernelWrite, which
@@ -27,8 +29,18 @@ extern "C" {
 /* The statistics JSON; valid until the next call on the same thread. */
 ACL_FUNC_VISIBILITY const char *aclvmmStatsJson(void);
 
-/* nth >= 1: the nth following call of `api` (e.g. "aclrtMapMem") returns `code`; nth 0 clears. */
+/* nth >= 1: the nth following call of `api` (e.g. "aclrtMapMem") returns `code`; nth 0 clears.
+   `api` may also name a backend step, "drv.<step>" (e.g. "drv.map_cpu"; the list is in
+   docs/configuration.md, ACLVMM_FAULTS): the nth following execution of that step fails with the
+   errno `code` (a positive errno, e.g. 12 = ENOMEM), in the middle of whichever call runs it, and
+   the call rolls back and returns an error code, usually the one the errno maps to (ENOMEM:
+   207001; most others: 507899). Failures that only cost statistics are absorbed. */
 ACL_FUNC_VISIBILITY aclError aclvmmInjectFault(const char *api, uint32_t nth, aclError code);
+
+/* Calls of `api` (or executions of a "drv.*" step) left until its armed rule fires, the failing one
+   included; 0 when no rule is armed for `api` (never armed, cleared, or already fired) or `api` is
+   NULL. Lets a test tell whether a rule fired. */
+ACL_FUNC_VISIBILITY uint32_t aclvmmFaultRemaining(const char *api);
 
 typedef struct aclvmmKernelContext aclvmmKernelContext;
 typedef void (*aclvmmKernelFunc)(aclvmmKernelContext *ctx, void *args);

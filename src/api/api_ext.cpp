@@ -34,6 +34,8 @@ aclError aclvmmInjectFault(const char* api, uint32_t nth, aclError code) {
   return ACL_SUCCESS;
 }
 
+uint32_t aclvmmFaultRemaining(const char* api) { return api ? faults_remaining(api) : 0; }
+
 aclError aclvmmLaunchKernel(aclrtStream stream, aclvmmKernelFunc func, void* args) {
   const char* api = "aclvmmLaunchKernel";
   ACLVMM_ENTRY(api);

@@ -7,8 +7,10 @@ using namespace aclvmm;
 
 namespace {
 
+// `kind` by reference: any int may arrive from C, and copying an out-of-range value as the enum is
+// undefined behaviour; api::raw reads it as an int (found by tests/fuzz).
 aclError check_copy(const char* api, void* dst, size_t destMax, const void* src, size_t count,
-                    aclrtMemcpyKind kind) {
+                    const aclrtMemcpyKind& kind) {
   ACLVMM_REQUIRE_NOT_NULL(api, dst);
   ACLVMM_REQUIRE_NOT_NULL(api, src);
   if (api::raw(kind) < ACL_MEMCPY_HOST_TO_HOST || api::raw(kind) > ACL_MEMCPY_HOST_TO_BUF_TO_DEVICE) {

@@ -11,7 +11,9 @@ namespace {
 
 constexpr uint64_t kDisablePidValidation = ACL_RT_VMM_EXPORT_FLAG_DISABLE_PID_VALIDATION;
 
-aclError check_share_type(const char* api, aclrtMemSharedHandleType share_type) {
+// By reference: an out-of-range value must not be copied as the enum type (undefined behaviour);
+// api::raw reads it as an int (found by tests/fuzz).
+aclError check_share_type(const char* api, const aclrtMemSharedHandleType& share_type) {
   const int type = api::raw(share_type);
   if (type != ACL_MEM_SHARE_HANDLE_TYPE_DEFAULT && type != ACL_MEM_SHARE_HANDLE_TYPE_FABRIC) {
     return api::fail(api, ACL_ERROR_RT_PARAM_INVALID,
@@ -26,7 +28,9 @@ aclError check_share_type(const char* api, aclrtMemSharedHandleType share_type) 
   return ACL_SUCCESS;
 }
 
-bool fabric(aclrtMemSharedHandleType t) { return api::raw(t) == ACL_MEM_SHARE_HANDLE_TYPE_FABRIC; }
+bool fabric(const aclrtMemSharedHandleType& t) {
+  return api::raw(t) == ACL_MEM_SHARE_HANDLE_TYPE_FABRIC;
+}
 
 // Exports `handle`; on success *token is the V1 token and *physical the exporter's device.
 aclError export_handle(const char* api, aclrtDrvMemHandle handle, uint64_t flags, uint64_t* token,

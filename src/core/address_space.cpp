@@ -63,6 +63,12 @@ Status AddressSpace::claim_windows(drv::Backend* backend) {
       rc = backend->claim_window(preferred, w.size, kGiB, w.base);
     }
     if (rc != 0) {
+      // Rollback: the windows claimed so far go back, so that a later start claims them afresh
+      // at their preferred addresses instead of finding them taken by our own leftovers.
+      for (Want* done = wants; done != &w; ++done) {
+        (void)backend->release_window(*done->base, done->size);
+        *done->base = 0;
+      }
       return Error(kAclInternalError, std::string("cannot claim the ") + w.name +
                                           " address window: errno " + std::to_string(-rc));
     }
@@ -148,6 +154,9 @@ StatusOr<uint64_t> AddressSpace::reserve(uint64_t size, uint64_t expect, bool no
   } else {
     uint64_t align = rsize > 512 * kMiB ? kGiB : kChunk;
     uint64_t span = round_up(rsize, align);
+    // Sizes within 1 GiB of 2^64 wrap here: the same "too large" as above, not a 0-byte range
+    // that failed later as 507899 (found by tests/fuzz).
+    if (span < rsize) return Error(ACL_ERROR_RT_PARAM_INVALID, "size is too large");
     uint64_t base = 0;
     if (expect != 0) {
       bool aligned;
@@ -200,7 +209,12 @@ Status AddressSpace::release(uint64_t base) {
                      std::to_string(r.mappings.size()) + " mapping(s); unmap them first");
   }
   if (r.kind == RegionKind::kNoUcReservation) {
-    backend_->release_window(r.base, r.span);
+    // A range that cannot be given back stays reserved: forgetting it would leak the placeholder.
+    int rc = backend_->release_window(r.base, r.span);
+    if (rc != 0) {
+      return Error(code_from_errno(rc), "the range at " + hex(base) +
+                                            " could not be given back: errno " + std::to_string(-rc));
+    }
   } else {
     svm_.free(r.base, r.span);
   }
@@ -214,10 +228,16 @@ Status AddressSpace::cpu_apply(Mapping& m, drv::CpuAccess access) {
                ? backend_->unmap_cpu(m.va, m.size)
                : backend_->map_cpu(m.va, m.size, *m.phys->memory, 0, access);
   if (rc == 0 && access != drv::CpuAccess::kNone && m.phys->side == Side::kHostNuma) {
-    rc = backend_->bind_numa(m.va, m.size, m.phys->device);
-    if (rc != 0) backend_->unmap_cpu(m.va, m.size);
+    rc = backend_->bind_numa(m.va, m.size, m.phys->device);  // on failure: unmapped below
   }
   if (rc != 0) {
+    if (access != drv::CpuAccess::kNone) {
+      // A failed mmap may already have dropped the old mapping (the emu backend then puts the
+      // placeholder back): make the placeholder certain and say so, so that the caller's
+      // rollback maps the old access again instead of believing it is still there.
+      (void)backend_->unmap_cpu(m.va, m.size);
+      m.cpu = drv::CpuAccess::kNone;
+    }
     return Error(code_from_errno(rc), "the CPU mapping at " + hex(m.va) +
                                           " could not be changed: errno " + std::to_string(-rc));
   }
@@ -302,12 +322,20 @@ StatusOr<std::unique_ptr<Region>> AddressSpace::remove_allocation(uint64_t base,
                      (kind == RegionKind::kHostPinned ? "aclrtMallocHost" : "aclrtMalloc") +
                      " allocation");
   }
+  // The CPU mapping goes first: if it cannot be removed, the allocation stays as it was
+  // (freeing it anyway would leave its memory mapped at an address the next allocation reuses).
+  for (auto& [va, m] : it->second->mappings) {
+    if (m.cpu == drv::CpuAccess::kNone) continue;
+    int rc = backend_->unmap_cpu(m.va, m.size);
+    if (rc != 0) {
+      return Error(code_from_errno(rc), "the CPU mapping at " + hex(m.va) +
+                                            " could not be removed: errno " + std::to_string(-rc));
+    }
+    m.cpu = drv::CpuAccess::kNone;
+  }
   std::unique_ptr<Region> region = std::move(it->second);
   regions_.erase(it);
-  for (auto& [va, m] : region->mappings) {
-    if (m.cpu != drv::CpuAccess::kNone) backend_->unmap_cpu(m.va, m.size);
-    --mappings_;
-  }
+  mappings_ -= region->mappings.size();
   (kind == RegionKind::kHostPinned ? host_ : svm_).free(region->base, region->span);
   return region;
 }

@@ -39,7 +39,10 @@ Status AddressSpace::map(uint64_t va, uint64_t size, uint64_t handle,
                      " must be multiples of the handle's " +
                      (granule == kGiB ? "1 GiB" : "2 MiB") + " granularity");
   }
-  if (size > r->base + r->size - va) {
+  // va may lie past the usable size but inside the span (a reservation over 512 MiB is rounded up
+  // to whole GiB): that is outside the reservation too, and must not wrap the length below
+  // (tests/fuzz found such mappings accepted).
+  if (va - r->base >= r->size || size > r->base + r->size - va) {
     return drv_error("mapping " + std::to_string(size) + " bytes at " + hex(va) +
                      " runs past the end of its reservation");
   }
@@ -170,7 +173,7 @@ StatusOr<int> AddressSpace::grant_peer(uint64_t va, uint64_t size, int device) {
     return Error(ACL_ERROR_RT_PARAM_INVALID, hex(va) + " is not device memory");
   }
   if (r->kind == RegionKind::kDeviceMalloc) return r->device;
-  if (size > r->base + r->size - va) {
+  if (va - r->base >= r->size || size > r->base + r->size - va) {  // as in map(): no wrap-around
     return Error(ACL_ERROR_RT_PARAM_INVALID, "the range runs past its reservation");
   }
   size_t granted = 0;

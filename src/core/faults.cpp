@@ -52,4 +52,12 @@ int faults_check(const char* api) {
   return 0;
 }
 
+uint32_t faults_remaining(const std::string& api) {
+  std::lock_guard<std::mutex> lock(g_mu);
+  for (const Armed& a : g_armed) {
+    if (a.api == api) return a.remaining;
+  }
+  return 0;
+}
+
 }  // namespace aclvmm

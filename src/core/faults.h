@@ -1,5 +1,10 @@
-// Fault injection (ACLVMM_FAULTS and aclvmmInjectFault): the nth following call of an ACL function
-// fails with a chosen code before it does anything, so it leaves no partial state behind.
+// Fault injection (ACLVMM_FAULTS and aclvmmInjectFault).
+//
+// A rule names an ACL function or a backend step ("drv.*", see core/fault_backend.h). For an ACL
+// function the nth following call fails with the rule's code before it does anything, so it
+// leaves no partial state behind. For a backend step the nth following execution of the step
+// returns -code (the code is a positive errno), in the middle of whatever call runs it: that is
+// how the rollback of every multi-step call is tested.
 #pragma once
 
 #include <cstdint>
@@ -16,5 +21,8 @@ void faults_reset(const std::vector<FaultRule>& rules);
 void faults_arm(const std::string& api, uint32_t nth, int code);
 // Counts one call of `api`; returns the code to fail with, or 0.
 int faults_check(const char* api);
+// Calls of `api` until its rule fires, the failing one included; 0 when no rule is armed for it
+// (it never was, was cleared, or has fired).
+uint32_t faults_remaining(const std::string& api);
 
 }  // namespace aclvmm

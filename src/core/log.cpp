@@ -94,15 +94,19 @@ const char* level_name(Level l) {
 }
 
 const char* proc_name() {
-  static char name[64] = {0};
-  if (!name[0]) {
+  // Filled once by a thread-safe static initialiser: threads that log their first messages at the
+  // same time raced on filling the buffer (ThreadSanitizer). A plain array, never destroyed, so
+  // messages logged at exit still find it.
+  static const char* const name = [] {
+    static char buf[64] = {0};
     FILE* f = fopen("/proc/self/comm", "r");
     if (f) {
-      if (fgets(name, sizeof name, f)) name[strcspn(name, "\n")] = 0;
+      if (fgets(buf, sizeof buf, f)) buf[strcspn(buf, "\n")] = 0;
       fclose(f);
     }
-    if (!name[0]) strcpy(name, "unknown");
-  }
+    if (!buf[0]) strcpy(buf, "unknown");
+    return buf;
+  }();
   return name;
 }
 

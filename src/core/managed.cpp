@@ -52,11 +52,16 @@ void ManagedMemory::start_tracking() {
 }
 
 void ManagedMemory::stop_tracking() {
+  std::lock_guard<std::mutex> life(life_mu_);
+  stop_tracking_life_locked(false);
+}
+
+void ManagedMemory::stop_tracking_life_locked(bool only_if_unused) {
   std::thread* thread = nullptr;
   {
     // The fault thread takes mu_ itself: it is joined outside the lock.
     Lock lock(mu_);
-    if (!tracking_) return;
+    if (!tracking_ || (only_if_unused && !ranges_.empty())) return;
     tracking_ = false;
     thread = fault_thread_;
     fault_thread_ = nullptr;
@@ -84,21 +89,39 @@ const ManagedRange* ManagedMemory::find(uint64_t va) const {
 StatusOr<uint64_t> ManagedMemory::allocate(uint64_t size) {
   const uint64_t bytes = round_up(size, kPage);
   if (bytes < size) return Error(ACL_ERROR_RT_MEMORY_ALLOCATION, "size is too large");
+  // More than the window can never fit: answer 207001 before any backing is made (tests/fuzz
+  // found such sizes failing with the backend's 507899 when the host refused the backing).
+  if (bytes > window_size_) {
+    return Error(ACL_ERROR_RT_MEMORY_ALLOCATION,
+                 fmt::format("managed memory is limited to {} bytes per process", window_size_));
+  }
+  std::lock_guard<std::mutex> life(life_mu_);
+  bool started_here = false;
   {
     Lock lock(mu_);
+    started_here = !tracking_;
     start_tracking();
+    started_here = started_here && tracking_;
   }
+  // Rollback: tracking this call started (a descriptor and a thread) stops again when the call
+  // fails and no other range uses it.
+  auto failed = [&](Status st) -> StatusOr<uint64_t> {
+    if (started_here) stop_tracking_life_locked(true);
+    return st;
+  };
   auto range = std::make_unique<ManagedRange>();
   drv::PhysicalRequest req;
   req.size = bytes;
   int rc = backend_->create_physical(req, &range->memory);
-  if (rc != 0) return Error(code_from_errno(rc), "no memory for the managed allocation");
+  if (rc != 0) return failed(Error(code_from_errno(rc), "no memory for the managed allocation"));
   Lock lock(mu_);
   uint64_t base = 0;
   if (bytes > window_size_ - reserved_total_ || !va_.allocate(bytes, kPage, &base)) {
-    return Error(ACL_ERROR_RT_MEMORY_ALLOCATION,
-                 fmt::format("managed memory is limited to {} bytes per process; {} are in use",
-                             window_size_, reserved_total_));
+    Status full = Error(ACL_ERROR_RT_MEMORY_ALLOCATION,
+                        fmt::format("managed memory is limited to {} bytes per process; {} are in use",
+                                    window_size_, reserved_total_));
+    lock.unlock();
+    return failed(full);
   }
   rc = backend_->map_cpu(base, bytes, *range->memory, 0, drv::CpuAccess::kReadWrite);
   if (rc == 0 && tracking_) {
@@ -107,7 +130,8 @@ StatusOr<uint64_t> ManagedMemory::allocate(uint64_t size) {
   }
   if (rc != 0) {
     va_.free(base, bytes);
-    return Error(code_from_errno(rc), "the managed range could not be mapped");
+    lock.unlock();
+    return failed(Error(code_from_errno(rc), "the managed range could not be mapped"));
   }
   range->base = base;
   range->size = bytes;
@@ -118,7 +142,7 @@ StatusOr<uint64_t> ManagedMemory::allocate(uint64_t size) {
   return base;
 }
 
-Status ManagedMemory::free(uint64_t base) {
+Status ManagedMemory::free(uint64_t base, bool teardown) {
   std::unique_ptr<ManagedRange> range;
   {
     Lock lock(mu_);
@@ -126,6 +150,18 @@ Status ManagedMemory::free(uint64_t base) {
     if (it == ranges_.end()) {
       return Error(ACL_ERROR_RT_PARAM_INVALID,
                    fmt::format("0x{:x} is not the start of a managed allocation", base));
+    }
+    ManagedRange& doomed = *it->second;
+    // Unwatching wakes any thread still blocked on the range and drops its write protection;
+    // the range is then unmapped. If the mapping cannot be removed, the allocation stays (and is
+    // watched again): freeing it anyway would leave its memory mapped where the next allocation
+    // lands.
+    if (tracking_) tracker_->unwatch(doomed.base, doomed.size);
+    const int rc = backend_->unmap_cpu(doomed.base, doomed.size);
+    if (rc != 0 && !teardown) {
+      if (tracking_) tracker_->watch(doomed.base, doomed.size);
+      return Error(code_from_errno(rc), fmt::format("the managed range at 0x{:x} could not be "
+                                                    "unmapped: errno {}", base, -rc));
     }
     range = std::move(it->second);
     ranges_.erase(it);
@@ -136,11 +172,7 @@ Status ManagedMemory::free(uint64_t base) {
       lru_.remove(p.resident, p.lru_stamp);
       p.resident = kHostResident;
     }
-    // Unwatching wakes any thread still blocked on the range and drops its write protection;
-    // the range is then unmapped.
     reserved_total_ -= range->size;
-    if (tracking_) tracker_->unwatch(range->base, range->size);
-    backend_->unmap_cpu(range->base, range->size);
     va_.free(range->base, range->size);
   }
   return Status::Ok();
@@ -214,17 +246,17 @@ void ManagedMemory::serve_fault(const drv::CpuFault& fault) {
   }
 }
 
-size_t ManagedMemory::release_all() {
-  std::vector<uint64_t> bases;
+std::vector<AddressRange> ManagedMemory::release_all() {
+  std::vector<AddressRange> released;
   {
     Lock lock(mu_);
-    for (auto& [base, r] : ranges_) bases.push_back(base);
+    for (auto& [base, r] : ranges_) released.push_back(AddressRange{base, r->size});
   }
-  for (uint64_t b : bases) (void)free(b);
+  for (const AddressRange& r : released) (void)free(r.base, true);
   stop_tracking();
   Lock lock(mu_);
   tracking_failed_ = false;
-  return bases.size();
+  return released;
 }
 
 size_t ManagedMemory::live() const {

@@ -87,7 +87,9 @@ class ManagedMemory {
   bool write_tracking() const { return tracking_ && tracker_->tracks_writes(); }
 
   StatusOr<uint64_t> allocate(uint64_t size);
-  Status free(uint64_t base);
+  // `teardown`: the range goes even when its CPU mapping cannot be removed (nothing can be
+  // reported back); otherwise that failure leaves the allocation as it was.
+  Status free(uint64_t base, bool teardown = false);
   StatusOr<AddressRange> range_of(uint64_t va) const;
 
   // A device operation on [va, va+n): migrates as the policy says and returns the segments.
@@ -99,8 +101,9 @@ class ManagedMemory {
   StatusOr<std::vector<int32_t>> attribute(int attribute, uint64_t va, uint64_t size,
                                            size_t slots);
 
-  // aclFinalize / exit: every range is released; returns how many there were.
-  size_t release_all();
+  // aclFinalize / exit: every range is released; returns them (base, rounded size) for the leak
+  // report.
+  std::vector<AddressRange> release_all();
   size_t live() const;
   const ManagedStats& stats() const { return stats_; }
   // The "managed" object of aclvmmStatsJson.
@@ -128,13 +131,19 @@ class ManagedMemory {
   void place_on_node(ManagedRange& r, size_t page, int node);
   void serve_faults();
   void serve_fault(const drv::CpuFault& fault);
-  void start_tracking();  // under mu_
-  void stop_tracking();   // not under mu_
+  void start_tracking();  // under life_mu_ and mu_
+  void stop_tracking();   // takes life_mu_; not under mu_
+  // Under life_mu_, not under mu_. `only_if_unused`: only when no range is live (a failed first
+  // allocation gives back the tracking it started).
+  void stop_tracking_life_locked(bool only_if_unused);
 
   drv::Backend* backend_ = nullptr;
   drv::FaultTracker* tracker_ = nullptr;
   std::atomic<bool> tracking_{false};
   uint64_t window_ = 0, window_size_ = 0;
+  // Starting and stopping fault tracking, held across the fault thread's join (which mu_ cannot
+  // be: the thread takes mu_), so a start never overlaps a stop. The fault thread never takes it.
+  std::mutex life_mu_;
   mutable std::mutex mu_;
   VaAllocator va_;
   std::map<uint64_t, std::unique_ptr<ManagedRange>> ranges_;

@@ -4,6 +4,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "core/fault_backend.h"
 #include "core/faults.h"
 #include "core/json_check.h"
 #include "core/log.h"
@@ -45,10 +46,17 @@ Status Runtime::start_locked() {
   log::reconfigure();
   auto cfg = load_config();
   if (!cfg.ok()) return cfg.status();
+  // Armed before the backend's first steps, so that ACLVMM_FAULTS reaches the window claims too.
+  faults_reset(cfg->faults);
   if (!backend_) {
-    backend_ = drv::create_backend(cfg->driver);
+    // Always behind the fault-injection decorator: "drv.*" rules fail single backend steps.
+    backend_ = with_fault_injection(drv::create_backend(cfg->driver));
     if (!backend_) return Error(kAclInvalidParam, "no driver backend called " + cfg->driver);
-    ACLVMM_RETURN_IF_ERROR(space_.claim_windows(backend_.get()));
+    Status claimed = space_.claim_windows(backend_.get());
+    if (!claimed.ok()) {
+      backend_.reset();  // the next start tries again from scratch
+      return claimed;
+    }
     sharing_.attach(&backend_->share_transport());
     managed_.attach(backend_.get(), space_.uvm_window(), space_.uvm_window_size());
     std::atexit(at_exit);
@@ -65,7 +73,6 @@ Status Runtime::start_locked() {
     }
     host_pool_ = std::make_shared<MemoryPool>(backend_->host_memory_total());
   }
-  faults_reset(config_.faults);
   trace::open(config_.trace_file);
   started_.store(true, std::memory_order_release);
   ACLVMM_LOG_INFO("RUNTIME", "started: soc {} ({}), {} device(s) of {} bytes, driver {}",
@@ -133,9 +140,9 @@ void Runtime::teardown(const char* why) {
   }
   for (auto& mask : peer_masks_) mask.store(0);
   trace::flush();
-  if (size_t n = managed_.release_all()) {
-    ACLVMM_LOG_WARN("RUNTIME", "{}: released {} managed allocation(s) created by aclrtMemAllocManaged",
-                    why, n);
+  for (const AddressRange& r : managed_.release_all()) {
+    ACLVMM_LOG_WARN("RUNTIME", "{}: releasing managed allocation of {} bytes at 0x{:x} created by "
+                    "aclrtMemAllocManaged", why, r.size, r.base);
   }
   for (auto& region : space_.clear()) {
     const bool vmm = region->kind == RegionKind::kReservation ||

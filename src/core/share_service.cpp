@@ -197,7 +197,9 @@ StatusOr<uint64_t> ShareService::import(uint64_t token, int physical_device) {
   phys->created_by = "aclrtMemImportFromShareableHandle";
   {
     std::lock_guard<std::mutex> lock(mu_);
-    auto known = imports_.find({t.share_id, physical_device});
+    // Keyed by the whole token: the same share id with another device field is a token no export
+    // produced, and must not resolve to the handle held here (it is 107017 like anywhere else).
+    auto known = imports_.find({token, physical_device});
     if (known != imports_.end()) {
       // The same token on the same device again: the same handle, one more reference.
       std::lock_guard<std::mutex> tlock(table.mutex());
@@ -259,7 +261,7 @@ StatusOr<uint64_t> ShareService::import(uint64_t token, int physical_device) {
   if (handle == 0) return Error(ACL_ERROR_RT_RESOURCE_ALLOC_FAIL, "too many live physical memory handles");
   {
     std::lock_guard<std::mutex> lock(mu_);
-    imports_[{t.share_id, physical_device}] = handle;
+    imports_[{token, physical_device}] = handle;
   }
   if (device_memory && exporter_device != physical_device) {
     // The vendor runtime opens peer access both ways before importing onto another device.
@@ -275,6 +277,8 @@ void ShareService::answer(int conn, const drv::PeerInfo& peer) {
   int n = transport_->recv(conn, &req, sizeof req, &stray_fd, kPollMs);
   if (stray_fd >= 0) transport_->close(stray_fd);
   if (n != static_cast<int>(sizeof req) || req.magic != kMagic) return;  // not an importer
+  // Only the two kinds this library sends; anything else was answered as an import before.
+  if (req.kind != kImport && req.kind != kProbe) return;
   Reply rep{};
   rep.magic = kMagic;
   std::shared_ptr<PhysicalAllocation> phys;  // keeps the memory alive while it is sent

@@ -76,7 +76,7 @@ class ShareService {
   drv::ShareTransport* transport_ = nullptr;
   mutable std::mutex mu_;
   std::map<uint32_t, Export> exports_;                 // by share id
-  std::map<std::pair<uint32_t, int>, uint64_t> imports_;  // (share id, device) -> handle
+  std::map<std::pair<uint64_t, int>, uint64_t> imports_;  // (token, device) -> handle
   std::vector<int> retired_;
   std::set<uint32_t> released_;          // recently released share ids of this process
   std::deque<uint32_t> released_order_;  // bounds released_  // endpoints of ended exports, closed by the listener

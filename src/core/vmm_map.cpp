@@ -71,9 +71,15 @@ Status map(uint64_t va, uint64_t size, uint64_t offset, uint64_t handle, bool no
   }
   Status st = rt.space().map(va, size, handle, phys, no_access);
   if (!st.ok()) {
-    std::lock_guard<std::mutex> lock(table.mutex());
-    --phys->ref;
-    --phys->map_ref;
+    std::shared_ptr<PhysicalAllocation> doomed;
+    {
+      std::lock_guard<std::mutex> lock(table.mutex());
+      --phys->map_ref;
+      // Another thread may have freed the handle while this map was in flight: the reference
+      // taken above is then the last one, and dropping it must release the handle, not leak it.
+      if (--phys->ref == 0) doomed = table.remove_locked(handle);
+    }
+    if (doomed) rt.sharing().forget_handle(handle);
     return st;
   }
   count_link_mapping(link);

@@ -42,10 +42,13 @@ StatusOr<uint64_t> malloc_physical(uint64_t size, const PhysicalSpec& spec) {
   if (spec.reserve != 0) return Error(ACL_ERROR_RT_PARAM_INVALID, "prop->reserve must be 0");
   drv::Backend& be = rt.backend();
   if (spec.side == Side::kHost && spec.device != 0) {
-    if (spec.device < 64) {
+    // The id is the caller's uint32_t: ids of 2^31 and more are out of range too, not "1..63"
+    // (tests/fuzz found them answered with 207000).
+    const uint32_t id = static_cast<uint32_t>(spec.device);
+    if (id < 64) {
       return Error(ACL_ERROR_RT_FEATURE_NOT_SUPPORT, "host memory takes location id 0");
     }
-    return Error(ACL_ERROR_RT_PARAM_INVALID, "host location id " + std::to_string(spec.device) +
+    return Error(ACL_ERROR_RT_PARAM_INVALID, "host location id " + std::to_string(id) +
                                                  " is out of range");
   }
   if (spec.side == Side::kHostNuma) {
@@ -154,14 +157,19 @@ StatusOr<PhysicalSpec> properties(uint64_t handle) {
 StatusOr<uint64_t> retain(uint64_t va) {
   Runtime& rt = Runtime::get();
   if (!rt.svm_ready()) return no_device_opened();
-  auto handle = rt.space().mapping_handle(va);
-  if (!handle.ok()) return handle;
   auto& table = rt.physical();
-  std::lock_guard<std::mutex> lock(table.mutex());
-  auto phys = table.find_locked(*handle);
-  if (!phys) return bad_handle();
-  ++phys->ref;
-  return *handle;
+  for (;;) {
+    auto handle = rt.space().mapping_handle(va);
+    if (!handle.ok()) return handle;
+    std::lock_guard<std::mutex> lock(table.mutex());
+    auto phys = table.find_locked(*handle);
+    if (phys) {
+      ++phys->ref;
+      return *handle;
+    }
+    // Another thread unmapped the range and released the handle since the lookup: answer for
+    // what the address holds now, not with the stale handle's 107000.
+  }
 }
 
 }  // namespace aclvmm::vmm

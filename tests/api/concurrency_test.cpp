@@ -11,31 +11,10 @@
 
 #include "api/stats_json_util.h"
 #include "api/test_util.h"
+#include "api/thread_test_util.h"
 
 namespace aclvmm_test {
 namespace {
-
-// Collects the first few failures of worker threads (gtest assertions stay on the main thread).
-class Failures {
- public:
-  void add(const std::string& what) {
-    count_.fetch_add(1);
-    std::lock_guard<std::mutex> lock(mu_);
-    if (first_.size() < 10) first_.push_back(what);
-  }
-  int count() const { return count_.load(); }
-  std::string text() const {
-    std::lock_guard<std::mutex> lock(mu_);
-    std::string s;
-    for (const auto& f : first_) s += f + "\n";
-    return s;
-  }
-
- private:
-  std::atomic<int> count_{0};
-  mutable std::mutex mu_;
-  std::vector<std::string> first_;
-};
 
 #define CHECK_CALL(failures, call, want)                                                      \
   do {                                                                                        \

@@ -13,34 +13,10 @@
 
 #include "api/managed_util.h"
 #include "api/test_env.h"
+#include "api/thread_test_util.h"
 
 namespace aclvmm_test {
 namespace {
-
-// Sanitizers move the UVM window (AddressSanitizer's shadow covers the vendor address) and
-// ThreadSanitizer also shrinks it (address_space.cpp).
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-constexpr bool kSanitized = true;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-constexpr bool kSanitized = true;
-#else
-constexpr bool kSanitized = false;
-#endif
-#else
-constexpr bool kSanitized = false;
-#endif
-#if defined(__SANITIZE_THREAD__)
-constexpr bool kTsan = true;
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-constexpr bool kTsan = true;
-#else
-constexpr bool kTsan = false;
-#endif
-#else
-constexpr bool kTsan = false;
-#endif
 
 constexpr uint64_t kTiB = uint64_t(1) << 40;
 constexpr uint64_t kUvmBase = 0x90000000000ull;
@@ -91,6 +67,8 @@ TEST_F(ManagedAllocTest, LivesInTheUvmWindowAndReportsManagedAttributes) {
   char* a = managed(5 * kMiB);
   char* b = managed(k2M);
   ASSERT_TRUE(a && b);
+  // Sanitizers move the UVM window (AddressSanitizer's shadow covers the vendor address) and
+  // ThreadSanitizer also shrinks it (address_space.cpp).
   if (!kSanitized) {
     for (char* p : {a, b}) {
       EXPECT_GE(u64(p), kUvmBase);

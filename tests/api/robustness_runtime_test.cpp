@@ -304,8 +304,8 @@ std::vector<Row> runtime_rows(RobustnessBase& t) {
   rows.push_back({api, "pid NULL", [] { return aclrtMemSetPidToShareableHandle(forged_token, nullptr, 1); }, kParam});
   rows.push_back({api, "pidNum 0", [] { int32_t p = 1; return aclrtMemSetPidToShareableHandle(forged_token, &p, 0); }, kParam});
   rows.push_back({api, "pidNum 65536", [] { return aclrtMemSetPidToShareableHandle(forged_token, many_pids.data(), 65536); }, kRtParam});
-  rows.push_back({api, "unknown token", [] { int32_t p = getpid(); return aclrtMemSetPidToShareableHandle(forged_token, &p, 1); }, kBadHandle, kNotSupported});
-  rows.push_back({api, "token 0", [] { int32_t p = getpid(); return aclrtMemSetPidToShareableHandle(0, &p, 1); }, kBadHandle, kNotSupported});
+  rows.push_back({api, "unknown token", [] { int32_t p = getpid(); return aclrtMemSetPidToShareableHandle(forged_token, &p, 1); }, kBadHandle});
+  rows.push_back({api, "token 0", [] { int32_t p = getpid(); return aclrtMemSetPidToShareableHandle(0, &p, 1); }, kBadHandle});
   api = "aclrtMemSetPidToShareableHandleV2";
   rows.push_back({api, "token NULL", [] { int32_t p = 1; return aclrtMemSetPidToShareableHandleV2(nullptr, ACL_MEM_SHARE_HANDLE_TYPE_DEFAULT, &p, 1); }, kParam});
   rows.push_back({api, "pid NULL", [] { return aclrtMemSetPidToShareableHandleV2(&forged_token, ACL_MEM_SHARE_HANDLE_TYPE_DEFAULT, nullptr, 1); }, kParam});
@@ -313,11 +313,11 @@ std::vector<Row> runtime_rows(RobustnessBase& t) {
   rows.push_back({api, "shareType 0", [] { int32_t p = 1; return aclrtMemSetPidToShareableHandleV2(&forged_token, static_cast<aclrtMemSharedHandleType>(0), &p, 1); }, kRtParam});
   rows.push_back({api, "FABRIC on A2", [] { aclrtMemFabricHandle f{}; int32_t p = 1; return aclrtMemSetPidToShareableHandleV2(&f, ACL_MEM_SHARE_HANDLE_TYPE_FABRIC, &p, 1); }, kNotSupported});
   rows.push_back({api, "pidNum 65536", [] { return aclrtMemSetPidToShareableHandleV2(&forged_token, ACL_MEM_SHARE_HANDLE_TYPE_DEFAULT, many_pids.data(), 65536); }, kRtParam});
-  rows.push_back({api, "unknown token", [] { int32_t p = getpid(); return aclrtMemSetPidToShareableHandleV2(&forged_token, ACL_MEM_SHARE_HANDLE_TYPE_DEFAULT, &p, 1); }, kBadHandle, kNotSupported});
+  rows.push_back({api, "unknown token", [] { int32_t p = getpid(); return aclrtMemSetPidToShareableHandleV2(&forged_token, ACL_MEM_SHARE_HANDLE_TYPE_DEFAULT, &p, 1); }, kBadHandle});
   api = "aclrtMemImportFromShareableHandle";
   rows.push_back({api, "handle NULL", [] { return aclrtMemImportFromShareableHandle(forged_token, 0, nullptr); }, kParam});
   rows.push_back({api, "no current context", no_ctx([] { aclrtDrvMemHandle h; return aclrtMemImportFromShareableHandle(forged_token, 0, &h); }), kNoContext});
-  rows.push_back({api, "unknown token", [] { aclrtDrvMemHandle h; return aclrtMemImportFromShareableHandle(forged_token, 0, &h); }, kBadHandle, kNotSupported});
+  rows.push_back({api, "unknown token", [] { aclrtDrvMemHandle h; return aclrtMemImportFromShareableHandle(forged_token, 0, &h); }, kBadHandle});
   api = "aclrtMemImportFromShareableHandleV2";
   rows.push_back({api, "token NULL", [] { aclrtDrvMemHandle h; return aclrtMemImportFromShareableHandleV2(nullptr, ACL_MEM_SHARE_HANDLE_TYPE_DEFAULT, 0, &h); }, kParam});
   rows.push_back({api, "handle NULL", [] { return aclrtMemImportFromShareableHandleV2(&forged_token, ACL_MEM_SHARE_HANDLE_TYPE_DEFAULT, 0, nullptr); }, kParam});
@@ -325,7 +325,7 @@ std::vector<Row> runtime_rows(RobustnessBase& t) {
   rows.push_back({api, "shareType 5", [] { aclrtDrvMemHandle h; return aclrtMemImportFromShareableHandleV2(&forged_token, static_cast<aclrtMemSharedHandleType>(5), 0, &h); }, kRtParam});
   rows.push_back({api, "FABRIC on A2", [] { aclrtMemFabricHandle f{}; aclrtDrvMemHandle h; return aclrtMemImportFromShareableHandleV2(&f, ACL_MEM_SHARE_HANDLE_TYPE_FABRIC, 0, &h); }, kNotSupported});
   rows.push_back({api, "no current context", no_ctx([] { aclrtDrvMemHandle h; return aclrtMemImportFromShareableHandleV2(&forged_token, ACL_MEM_SHARE_HANDLE_TYPE_DEFAULT, 0, &h); }), kNoContext});
-  rows.push_back({api, "unknown token", [] { aclrtDrvMemHandle h; return aclrtMemImportFromShareableHandleV2(&forged_token, ACL_MEM_SHARE_HANDLE_TYPE_DEFAULT, 0, &h); }, kBadHandle, kNotSupported});
+  rows.push_back({api, "unknown token", [] { aclrtDrvMemHandle h; return aclrtMemImportFromShareableHandleV2(&forged_token, ACL_MEM_SHARE_HANDLE_TYPE_DEFAULT, 0, &h); }, kBadHandle});
 
   // §10 managed memory (not implemented yet): argument checks as specified; for pointers the
   // memory model must judge, 207000 is accepted until it exists.
@@ -344,7 +344,7 @@ std::vector<Row> runtime_rows(RobustnessBase& t) {
   rows.push_back({api, "device id 8", [=] { return aclrtMemManagedAdvise(fp, k2M, ACL_MEM_ADVISE_SET_PREFERRED_LOCATION, mloc(ACL_MEM_LOCATIONTYPE_DEVICE, 8)); }, kRtParam});
   rows.push_back({api, "device id -1", [=] { return aclrtMemManagedAdvise(fp, k2M, ACL_MEM_ADVISE_SET_PREFERRED_LOCATION, mloc(ACL_MEM_LOCATIONTYPE_DEVICE, -1)); }, kRtParam});
   rows.push_back({api, "no current context", no_ctx([=] { return aclrtMemManagedAdvise(fp, k2M, ACL_MEM_ADVISE_SET_READ_MOSTLY, d0); }), kNoContext});
-  rows.push_back({api, "not managed memory", [=] { return aclrtMemManagedAdvise(fp, k2M, ACL_MEM_ADVISE_SET_READ_MOSTLY, d0); }, kRtParam, kNotSupported});
+  rows.push_back({api, "not managed memory", [=] { return aclrtMemManagedAdvise(fp, k2M, ACL_MEM_ADVISE_SET_READ_MOSTLY, d0); }, kRtParam});
   api = "aclrtMemManagedGetAttr";
   rows.push_back({api, "ptr NULL", [] { int32_t d; return aclrtMemManagedGetAttr(ACL_MEM_RANGE_ATTRIBUTE_READ_MOSTLY, nullptr, k2M, &d, 4); }, kParam});
   rows.push_back({api, "data NULL", [=] { return aclrtMemManagedGetAttr(ACL_MEM_RANGE_ATTRIBUTE_READ_MOSTLY, fp, k2M, nullptr, 4); }, kParam});
@@ -352,7 +352,7 @@ std::vector<Row> runtime_rows(RobustnessBase& t) {
   for (int a : {0, 9, -1}) {
     rows.push_back({api, "attribute " + std::to_string(a), [=] { int32_t d; return aclrtMemManagedGetAttr(static_cast<aclrtMemManagedRangeAttribute>(a), fp, k2M, &d, 4); }, kRtParam});
   }
-  rows.push_back({api, "not managed memory", [=] { int32_t d; return aclrtMemManagedGetAttr(ACL_MEM_RANGE_ATTRIBUTE_READ_MOSTLY, fp, k2M, &d, 4); }, kRtParam, kNotSupported});
+  rows.push_back({api, "not managed memory", [=] { int32_t d; return aclrtMemManagedGetAttr(ACL_MEM_RANGE_ATTRIBUTE_READ_MOSTLY, fp, k2M, &d, 4); }, kRtParam});
   api = "aclrtMemManagedGetAttrs";
   rows.push_back({api, "attributes NULL", [=] { void* d[1]; size_t s[1] = {4}; return aclrtMemManagedGetAttrs(nullptr, 1, fp, k2M, d, s); }, kParam});
   rows.push_back({api, "ptr NULL", [] { aclrtMemManagedRangeAttribute a = ACL_MEM_RANGE_ATTRIBUTE_READ_MOSTLY; void* d[1]; size_t s[1] = {4}; return aclrtMemManagedGetAttrs(&a, 1, nullptr, k2M, d, s); }, kParam});
@@ -369,9 +369,9 @@ std::vector<Row> runtime_rows(RobustnessBase& t) {
   rows.push_back({api, "location type 7", [=] { return aclrtMemManagedPrefetchAsync(fp, k2M, mloc(7, 0), 0, nullptr); }, kRtParam});
   rows.push_back({api, "device id 8", [=] { return aclrtMemManagedPrefetchAsync(fp, k2M, mloc(ACL_MEM_LOCATIONTYPE_DEVICE, 8), 0, nullptr); }, kRtParam});
   // Spec silent on stale streams here; 107000 as for every other stream argument.
-  t.add_forged(rows, api, "stream", kRtParam, [=](void* s) { return aclrtMemManagedPrefetchAsync(fp, k2M, d0, 0, s); }, kNotSupported);
+  t.add_forged(rows, api, "stream", kRtParam, [=](void* s) { return aclrtMemManagedPrefetchAsync(fp, k2M, d0, 0, s); });
   // Driver-side failures are only logged: the call itself returns 0 (207000 accepted for now).
-  rows.push_back({api, "not managed memory", [=] { return aclrtMemManagedPrefetchAsync(fp, k2M, d0, 0, nullptr); }, ACL_SUCCESS, kNotSupported});
+  rows.push_back({api, "not managed memory", [=] { return aclrtMemManagedPrefetchAsync(fp, k2M, d0, 0, nullptr); }, ACL_SUCCESS});
   api = "aclrtMemManagedPrefetchBatchAsync";
   static size_t idx0[2] = {0, 1}, idx_bad_first[1] = {1}, idx_not_increasing[2] = {0, 0}, idx_past[2] = {0, 3};
   rows.push_back({api, "ptrs NULL", [=] { size_t s = k2M; aclrtMemManagedLocation l = d0; return aclrtMemManagedPrefetchBatchAsync(nullptr, &s, 1, &l, idx0, 1, 0, nullptr); }, kParam});
@@ -396,6 +396,9 @@ std::vector<Row> runtime_rows(RobustnessBase& t) {
     return s && parse_json(s, &j) && j.get("live") ? ACL_SUCCESS : -1;
   }, ACL_SUCCESS});
   rows.push_back({"aclvmmInjectFault", "api NULL", [] { return aclvmmInjectFault(nullptr, 1, kNoMemory); }, kParam});
+  // aclvmmFaultRemaining answers a count, not a code: 0 for NULL and for names never armed.
+  rows.push_back({"aclvmmFaultRemaining", "api NULL", [] { return aclError(aclvmmFaultRemaining(nullptr)); }, ACL_SUCCESS});
+  rows.push_back({"aclvmmFaultRemaining", "never armed", [] { return aclError(aclvmmFaultRemaining("noSuchApi")); }, ACL_SUCCESS});
   rows.push_back({"aclvmmInjectFault", "clearing an unknown api", [] { return aclvmmInjectFault("noSuchApi", 0, 0); }, ACL_SUCCESS});
   // Spec silent: arming code 0 ("fail with success") is refused by the library (100000).
   rows.push_back({"aclvmmInjectFault", "code 0", [] { aclError e = aclvmmInjectFault("aclrtMalloc", 1, 0); (void)aclvmmInjectFault("aclrtMalloc", 0, 0); return e; }, kParam});

@@ -373,7 +373,7 @@ TEST_F(RobustnessVmmTest, EveryExportedFunctionHasRows) {
   dir = dir.substr(0, dir.rfind('/'));
   std::ifstream in(dir + "/../abi/symbols.txt");
   ASSERT_TRUE(in.good()) << dir;
-  std::vector<std::string> wanted = {"aclrtMallocAlign32", "aclvmmStatsJson", "aclvmmInjectFault",
+  std::vector<std::string> wanted = {"aclrtMallocAlign32", "aclvmmStatsJson", "aclvmmInjectFault", "aclvmmFaultRemaining",
                                      "aclvmmLaunchKernel", "aclvmmKernelRead", "aclvmmKernelWrite",
                                      "aclvmmKernelDeviceId"};
   std::string name;

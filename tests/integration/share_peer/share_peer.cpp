@@ -27,12 +27,19 @@
 //   props S                                 <rc> <memAttr> <location.type> <location.id>
 //   stats                                   0 <aclvmmStatsJson on one line>
 //   udpbind | udprecv | udpsend PORT HEX    UDP on 127.0.0.1: 0 <port> / <rc> <hex of 128 bytes> / rc
+//   stress PATH SLOTS ROUNDS INDEX          ROUNDS rounds of import + map + check all bytes + unmap +
+//                                           free of the tokens on the board PATH (stress_board.h),
+//                                           as importer INDEX: 0 <ok> <unknown> <denied> <breaches>
+//                                           <bad> [first problem]; breaches are imports that should
+//                                           have been refused and wrong bytes, bad any other failure
 //   reexec                                  0, then execs this program again
 //   quit CODE                               exit(CODE) without aclFinalize
 #include <arpa/inet.h>
 #include <dirent.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -48,6 +55,7 @@
 #include "acl/acl.h"
 #include "aclvmm/aclvmm.h"
 #include "integration/share_peer/peer_pattern.h"
+#include "integration/share_peer/stress_board.h"
 
 namespace {
 
@@ -102,6 +110,83 @@ std::string one_line(std::string s) {
     if (c == '\n' || c == '\r') c = ' ';
   }
   return s;
+}
+
+// The importer side of stress_share_test.cpp: the tokens come and go while this runs, so an import
+// may find its token ended (107017) or, where this importer is not listed, be refused (507899);
+// anything it does get must hold exactly the bytes the board announces.
+std::string stress_imports(const std::string& path, size_t slots, long rounds, int index) {
+  using namespace share_peer;
+  constexpr size_t kSize = 2 << 20;
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return "-1 cannot open the board";
+  void* m = mmap(nullptr, kBoardBytes, PROT_READ, MAP_SHARED, fd, 0);
+  close(fd);
+  if (m == MAP_FAILED) return "-1 cannot map the board";
+  const uint64_t* board = static_cast<const uint64_t*>(m);
+  slots = slots < 1 ? 1 : slots > kBoardSlots ? kBoardSlots : slots;
+  long ok = 0, unknown = 0, denied = 0, breaches = 0, bad = 0;
+  std::string first;
+  auto problem = [&first](long* counter, const std::string& what) {
+    ++*counter;
+    if (first.empty()) first = what;
+  };
+  void* va = nullptr;
+  if (aclrtReserveMemAddress(&va, kSize, 0, nullptr, 0) != ACL_SUCCESS) {
+    munmap(m, kBoardBytes);
+    return "-1 cannot reserve";
+  }
+  std::string got(kSize, '\0');
+  std::vector<std::string> expected(slots);  // the pattern of each slot's current seed
+  std::vector<long> expected_seed(slots, -1);
+  for (long r = 0; r < rounds; ++r) {
+    const size_t slot = static_cast<size_t>(r + index) % slots;
+    const uint64_t word = __atomic_load_n(&board[slot], __ATOMIC_ACQUIRE);
+    const unsigned access = board_access(word);
+    if (access == kBoardEmpty) {
+      usleep(1000);
+      continue;
+    }
+    const bool allowed = board_allows(access, index);
+    aclrtDrvMemHandle h = nullptr;
+    const aclError rc = aclrtMemImportFromShareableHandle(board_token(word), 0, &h);
+    if (rc == 107017) {
+      ++unknown;
+    } else if (rc == 507899) {
+      if (allowed) problem(&bad, "a listed importer was refused (round " + std::to_string(r) + ")");
+      ++denied;
+    } else if (rc != ACL_SUCCESS) {
+      problem(&bad, "import code " + std::to_string(rc));
+    } else {
+      if (!allowed) problem(&breaches, "an unlisted importer imported token " + hex64(board_token(word)));
+      if (expected_seed[slot] != board_seed(word)) {
+        expected[slot] = peer_pattern(kSize, board_seed(word));
+        expected_seed[slot] = board_seed(word);
+      }
+      aclError e = aclrtMapMem(va, kSize, 0, h, 0);
+      if (e == ACL_SUCCESS) {
+        e = aclrtMemcpy(&got[0], kSize, va, kSize, ACL_MEMCPY_DEVICE_TO_HOST);
+        if (e == ACL_SUCCESS && got != expected[slot]) {
+          problem(&breaches, "wrong bytes behind token " + hex64(board_token(word)));
+        }
+        const aclError u = aclrtUnmapMem(va);
+        e = e ? e : u;
+      }
+      const aclError f = aclrtFreePhysical(h);
+      e = e ? e : f;
+      if (e != ACL_SUCCESS) {
+        problem(&bad, "map/copy/unmap/free of an imported handle: " + std::to_string(e));
+      } else {
+        ++ok;
+      }
+    }
+  }
+  if (aclrtReleaseMemAddress(va) != ACL_SUCCESS) problem(&bad, "release");
+  munmap(m, kBoardBytes);
+  std::ostringstream out;
+  out << 0 << ' ' << ok << ' ' << unknown << ' ' << denied << ' ' << breaches << ' ' << bad;
+  if (!first.empty()) out << ' ' << first;
+  return out.str();
 }
 
 // Runs one command; returns the reply line.
@@ -257,6 +342,8 @@ std::string run(const std::vector<std::string>& w) {
     const ssize_t n = sendto(s, blob.data(), blob.size(), 0, reinterpret_cast<sockaddr*>(&a), sizeof a);
     close(s);
     out << (n == static_cast<ssize_t>(blob.size()) ? 0 : -1);
+  } else if (c == "stress" && w.size() >= 5) {
+    return stress_imports(w[1], static_cast<size_t>(num(2)), static_cast<long>(num(3)), static_cast<int>(num(4)));
   } else if (c == "reexec") {
     // A new program image in the same process (same pid, same start time). The reply comes before
     // the exec, so the test sends nothing more until this image stops reading stdin (what it had
