@@ -143,12 +143,7 @@ TEST_F(ManagedAdviceTest, AdviceCoversWholePages) {
 TEST_F(ManagedAdviceTest, MisuseTable) {
   char* p = managed(4 * kMiB);
   ASSERT_NE(p, nullptr);
-  void* freed = nullptr;
-  ASSERT_EQ(aclrtMemAllocManaged(&freed, k2M, ACL_RT_MEM_ATTACH_GLOBAL), kOk);
-  ASSERT_EQ(aclrtFree(freed), kOk);
-  static char plain[64];
-  void* dev = nullptr;
-  ASSERT_EQ(aclrtMalloc(&dev, k2M, ACL_MEM_MALLOC_HUGE_FIRST), kOk);
+  const NotManaged n = not_managed();
   const auto inv = mloc(ACL_MEM_LOCATIONTYPE_INVALID, 0);
   const auto set_pref = ACL_MEM_ADVISE_SET_PREFERRED_LOCATION;
   const auto set_acc = ACL_MEM_ADVISE_SET_ACCESSED_BY;
@@ -170,9 +165,9 @@ TEST_F(ManagedAdviceTest, MisuseTable) {
       {"device id 8", p, k2M, set_pref, mloc(ACL_MEM_LOCATIONTYPE_DEVICE, 8), kRtParam},
       {"device id -1", p, k2M, set_acc, mloc(ACL_MEM_LOCATIONTYPE_DEVICE, -1), kRtParam},
       {"device id 8 with READ_MOSTLY", p, k2M, set_rm, mloc(ACL_MEM_LOCATIONTYPE_DEVICE, 8), kRtParam},
-      {"plain host memory", plain, sizeof plain, set_rm, kDev0, kRtParam},
-      {"aclrtMalloc memory", dev, k2M, set_pref, kDev0, kRtParam},
-      {"freed range in the window", freed, k2M, set_pref, kDev0, kDrv},
+      {"plain host memory", n.plain, NotManaged::kPlainSize, set_rm, kDev0, kRtParam},
+      {"aclrtMalloc memory", n.dev, k2M, set_pref, kDev0, kRtParam},
+      {"freed range in the window", n.freed, k2M, set_pref, kDev0, kDrv},
       {"range running past the allocation", p, 6 * kMiB, set_rm, kDev0, kDrv},
       {"PREFERRED with type INVALID", p, k2M, set_pref, inv, kDrv},
       {"ACCESSED_BY with type INVALID", p, k2M, set_acc, inv, kDrv},
@@ -206,7 +201,7 @@ TEST_F(ManagedAdviceTest, MisuseTable) {
   ASSERT_EQ(aclrtDestroyContext(c), kOk);
   EXPECT_EQ(aclrtMemManagedAdvise(p, k2M, ACL_MEM_ADVISE_SET_READ_MOSTLY, kDev0), kNoContext);
   ASSERT_EQ(aclrtSetDevice(0), kOk);
-  EXPECT_EQ(aclrtFree(dev), kOk);
+  release(n);
   EXPECT_EQ(aclrtFree(p), kOk);
 }
 

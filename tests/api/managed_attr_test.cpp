@@ -137,12 +137,7 @@ TEST_F(ManagedAttrTest, GetAttrsReturnsSeveralAttributesAtOnce) {
 TEST_F(ManagedAttrTest, GetAttrMisuseTable) {
   char* p = managed(4 * kMiB);
   ASSERT_NE(p, nullptr);
-  void* freed = nullptr;
-  ASSERT_EQ(aclrtMemAllocManaged(&freed, k2M, ACL_RT_MEM_ATTACH_GLOBAL), kOk);
-  ASSERT_EQ(aclrtFree(freed), kOk);
-  static char plain[64];
-  void* dev = nullptr;
-  ASSERT_EQ(aclrtMalloc(&dev, k2M, ACL_MEM_MALLOC_HUGE_FIRST), kOk);
+  const NotManaged n = not_managed();
   int32_t buf[4];
   const int rm = ACL_MEM_RANGE_ATTRIBUTE_READ_MOSTLY, acc = ACL_MEM_RANGE_ATTRIBUTE_ACCESSED_BY;
   struct Row {
@@ -167,9 +162,9 @@ TEST_F(ManagedAttrTest, GetAttrMisuseTable) {
       {"dataSize 16 (not a list)", ACL_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION_ID, p, k2M, buf, 16, kRtParam},
       {"ACCESSED_BY dataSize 3", acc, p, k2M, buf, 3, kRtParam},
       {"ACCESSED_BY dataSize 6", acc, p, k2M, buf, 6, kRtParam},
-      {"plain host memory", rm, plain, sizeof plain, buf, 4, kRtParam},
-      {"aclrtMalloc memory", rm, dev, k2M, buf, 4, kRtParam},
-      {"freed range in the window", rm, freed, k2M, buf, 4, kDrv},
+      {"plain host memory", rm, n.plain, NotManaged::kPlainSize, buf, 4, kRtParam},
+      {"aclrtMalloc memory", rm, n.dev, k2M, buf, 4, kRtParam},
+      {"freed range in the window", rm, n.freed, k2M, buf, 4, kDrv},
       {"range running past the allocation", rm, p, 4 * kMiB + 1, buf, 4, kDrv},
       {"ACCESSED_BY dataSize 8 (control row)", acc, p, k2M, buf, 8, kOk},
       {"READ_MOSTLY (control row)", rm, p + 4 * kMiB - 1, 1, buf, 4, kOk},
@@ -182,7 +177,7 @@ TEST_F(ManagedAttrTest, GetAttrMisuseTable) {
       EXPECT_EQ(buf[0], 0x5c5c5c5c) << "a refused call writes nothing";
     }
   }
-  EXPECT_EQ(aclrtFree(dev), kOk);
+  release(n);
   EXPECT_EQ(aclrtFree(p), kOk);
 }
 
@@ -192,10 +187,7 @@ TEST_F(ManagedAttrTest, GetAttrMisuseTable) {
 TEST_F(ManagedAttrTest, GetAttrsMisuseTable) {
   char* p = managed(4 * kMiB);
   ASSERT_NE(p, nullptr);
-  void* freed = nullptr;
-  ASSERT_EQ(aclrtMemAllocManaged(&freed, k2M, ACL_RT_MEM_ATTACH_GLOBAL), kOk);
-  ASSERT_EQ(aclrtFree(freed), kOk);
-  static char plain[64];
+  const NotManaged n = not_managed();
   struct Args {
     std::vector<aclrtMemManagedRangeAttribute> attrs;
     std::vector<size_t> sizes;
@@ -229,8 +221,8 @@ TEST_F(ManagedAttrTest, GetAttrsMisuseTable) {
       {"numAttributes 0", [](Args& a) { a.num = 0; }, kRtParam},
       {"dataSizes[0] = 8 (not a list)", [](Args& a) { a.sizes[0] = 8; }, kRtParam},
       {"dataSizes[1] = 3 (ACCESSED_BY)", [](Args& a) { a.sizes[1] = 3; }, kRtParam},
-      {"plain host memory", [](Args& a) { a.ptr = plain; }, kRtParam},
-      {"freed range in the window", [freed](Args& a) { a.ptr = freed; }, kDrv},
+      {"plain host memory", [n](Args& a) { a.ptr = n.plain; }, kRtParam},
+      {"freed range in the window", [n](Args& a) { a.ptr = n.freed; }, kDrv},
       {"valid (control row)", [](Args&) {}, kOk},
   };
   for (const Row& r : rows) {
@@ -247,6 +239,7 @@ TEST_F(ManagedAttrTest, GetAttrsMisuseTable) {
       EXPECT_EQ(V(acc, acc + 2), (V{-2, -2}));
     }
   }
+  release(n);
   EXPECT_EQ(aclrtFree(p), kOk);
 }
 

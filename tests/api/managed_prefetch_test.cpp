@@ -252,10 +252,7 @@ TEST_F(ManagedPrefetchTest, BatchSplitsTheRangesByLocationIndex) {
 TEST_F(ManagedPrefetchTest, MisuseTable) {
   char* p = managed(4 * kMiB);
   ASSERT_NE(p, nullptr);
-  static char plain[64];
-  void* freed = nullptr;
-  ASSERT_EQ(aclrtMemAllocManaged(&freed, k2M, ACL_RT_MEM_ATTACH_GLOBAL), kOk);
-  ASSERT_EQ(aclrtFree(freed), kOk);
+  const NotManaged n = not_managed();
   struct Row {
     const char* name;
     const void* ptr;
@@ -274,8 +271,8 @@ TEST_F(ManagedPrefetchTest, MisuseTable) {
       {"type -1", p, k2M, mloc(-1, 0), 0, kRtParam},
       {"device id 8", p, k2M, mloc(ACL_MEM_LOCATIONTYPE_DEVICE, 8), 0, kRtParam},
       {"device id -1", p, k2M, mloc(ACL_MEM_LOCATIONTYPE_DEVICE, -1), 0, kRtParam},
-      {"plain host memory (only logged)", plain, sizeof plain, kDev0, 0, kOk},
-      {"freed managed range (only logged)", freed, k2M, kDev0, 0, kOk},
+      {"plain host memory (only logged)", n.plain, NotManaged::kPlainSize, kDev0, 0, kOk},
+      {"freed managed range (only logged)", n.freed, k2M, kDev0, 0, kOk},
   };
   for (const Row& r : rows) {
     SCOPED_TRACE(r.name);
@@ -287,6 +284,7 @@ TEST_F(ManagedPrefetchTest, MisuseTable) {
     EXPECT_EQ(after.to_device, before.to_device);
   }
   EXPECT_EQ(last_prefetch(p, 4 * kMiB), (V{-2, 0, -2}));
+  release(n);
   EXPECT_EQ(aclrtFree(p), kOk);
 }
 

@@ -93,6 +93,29 @@ class ManagedTest : public AclTest {
     return static_cast<char*>(p);
   }
   bool tracking() { return fault_tracking(); }
+
+  // The addresses a misuse table feeds a managed call besides a live allocation: a range of the
+  // window that was freed, plain host memory, and an aclrtMalloc block. release() frees them.
+  struct NotManaged {
+    static constexpr size_t kPlainSize = 64;
+    void* freed = nullptr;
+    char* plain = nullptr;
+    void* dev = nullptr;
+  };
+  NotManaged not_managed() {
+    NotManaged n;
+    EXPECT_EQ(aclrtMemAllocManaged(&n.freed, k2M, ACL_RT_MEM_ATTACH_GLOBAL), kOk);
+    EXPECT_EQ(aclrtFree(n.freed), kOk);
+    n.plain = plain_;
+    EXPECT_EQ(aclrtMalloc(&n.dev, k2M, ACL_MEM_MALLOC_HUGE_FIRST), kOk);
+    return n;
+  }
+  static void release(const NotManaged& n) { EXPECT_EQ(aclrtFree(n.dev), kOk); }
+
+ private:
+  char plain_[NotManaged::kPlainSize] = {};
+
+ protected:
   aclError advise(const void* p, uint64_t size, aclrtMemManagedAdviseType a,
                   aclrtMemManagedLocation l) {
     return aclrtMemManagedAdvise(p, size, a, l);
