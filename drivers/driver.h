@@ -34,6 +34,9 @@ class PhysicalMemory {
   // Allocates the pages of [offset, offset+n) now (their content is unchanged): fault tracking
   // can only hand the CPU pages that exist.
   virtual int populate(uint64_t offset, size_t n) = 0;
+  // Copies n bytes at `offset` into `dst` at `dst_offset` (device-to-device) in one pass: through
+  // dst.write() from this memory's own CPU view where it has one.
+  virtual int copy_to(uint64_t offset, PhysicalMemory& dst, uint64_t dst_offset, size_t n) const = 0;
 };
 
 struct CpuFault {

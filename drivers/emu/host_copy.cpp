@@ -8,8 +8,10 @@
 #include <cerrno>
 #include <cstring>
 
+#include "drivers/emu/guarded_copy.h"
 #include "drivers/emu/pattern.h"
 
+// Copies run as a guarded memcpy (guarded_copy.h) when the fault handler is ours; otherwise
 // process_vm_readv/writev on our own pid: the kernel copies with its user-access checks, so an
 // unmapped or protected byte on either side is EFAULT rather than SIGSEGV in the caller.
 namespace aclvmm::drv::emu {
@@ -48,6 +50,12 @@ int host_copy(void* dst, const void* src, size_t n) {
   if (!dst || !src) return -EFAULT;
   auto* d = static_cast<uint8_t*>(dst);
   auto* s = static_cast<const uint8_t*>(src);
+  // A range that wraps around the address space cannot be valid (and would confuse memmove).
+  if (reinterpret_cast<uintptr_t>(d) + n < reinterpret_cast<uintptr_t>(d) ||
+      reinterpret_cast<uintptr_t>(s) + n < reinterpret_cast<uintptr_t>(s)) {
+    return -EFAULT;
+  }
+  if (guard_available()) return guarded_copy(d, s, n);
   if (unavailable()) {
     std::memmove(d, s, n);
     return 0;

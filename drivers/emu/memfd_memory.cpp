@@ -13,6 +13,7 @@
 #include <limits>
 #include <new>
 
+#include "drivers/emu/host_copy.h"
 #include "drivers/emu/pattern.h"
 #include "drivers/emu/util.h"
 
@@ -98,7 +99,63 @@ int MemfdMemory::adopt(int fd, uint64_t size, std::shared_ptr<PhysicalMemory>* o
 }
 
 MemfdMemory::~MemfdMemory() {
+  if (uint8_t* v = view_.load()) ::munmap(v, size_);
   if (fd_ >= 0) ::close(fd_);
+}
+
+uint8_t* MemfdMemory::view() const {
+  uint8_t* v = view_.load(std::memory_order_acquire);
+  if (v || view_failed_.load(std::memory_order_relaxed)) return v;
+  std::lock_guard<std::mutex> lock(view_mu_);
+  v = view_.load(std::memory_order_relaxed);
+  if (v || view_failed_.load(std::memory_order_relaxed)) return v;
+  void* p = ::mmap(nullptr, size_, PROT_READ | PROT_WRITE, MAP_SHARED, fd_, 0);
+  if (p == MAP_FAILED) {
+    view_failed_.store(true, std::memory_order_relaxed);
+    return nullptr;
+  }
+  v = static_cast<uint8_t*>(p);
+  view_.store(v, std::memory_order_release);
+  return v;
+}
+
+bool MemfdMemory::dense(const uint8_t* view, uint64_t offset, size_t n) const {
+  if (n == 0) return true;
+  // mincore on a shared file mapping reports the file's page cache, mapped here or not; a hole
+  // (or a swapped-out page) reads as absent and sends the copy to pread. A page that vanishes
+  // between this check and the copy (fill(0) from another thread) is allocated again by the
+  // read; that is the only cost of the race.
+  const uint64_t page = page_size();
+  const uint64_t first = align_down(offset, page);
+  const uint64_t end = align_up(offset + n, page);
+  unsigned char vec[1024];
+  for (uint64_t at = first; at < end;) {
+    const uint64_t len = std::min<uint64_t>(end - at, sizeof vec * page);
+    if (::mincore(const_cast<uint8_t*>(view) + at, len, vec) != 0) return false;
+    for (uint64_t i = 0; i < len / page; ++i) {
+      if (!(vec[i] & 1)) return false;
+    }
+    at += len;
+  }
+  return true;
+}
+
+int MemfdMemory::copy_to(uint64_t offset, PhysicalMemory& dst, uint64_t dst_offset,
+                         size_t n) const {
+  if (int rc = check_range(offset, n)) return rc;
+  uint8_t* v = view();
+  if (v && dense(v, offset, n)) return dst.write(dst_offset, v + offset, n);
+  // No view: through a bounce buffer, one pread and one write per piece.
+  constexpr size_t kPiece = 1 << 20;
+  std::unique_ptr<uint8_t[]> buf(new (std::nothrow) uint8_t[std::min<size_t>(n, kPiece)]);
+  if (!buf) return -ENOMEM;
+  for (size_t done = 0; done < n;) {
+    const size_t len = std::min(n - done, kPiece);
+    if (int rc = read(offset + done, buf.get(), len)) return rc;
+    if (int rc = dst.write(dst_offset + done, buf.get(), len)) return rc;
+    done += len;
+  }
+  return 0;
 }
 
 int MemfdMemory::check_range(uint64_t offset, size_t n) const {
@@ -106,10 +163,12 @@ int MemfdMemory::check_range(uint64_t offset, size_t n) const {
   return 0;
 }
 
-// pread/pwrite copy with the kernel's user-access checks, so a bad host buffer becomes EFAULT
-// instead of a fault in this process.
+// Through the view with host_copy (a guarded memcpy), else pread/pwrite: either way the copy is
+// checked, so a bad host buffer becomes EFAULT instead of a fault in this process.
 int MemfdMemory::read(uint64_t offset, void* dst, size_t n) const {
   if (int rc = check_range(offset, n)) return rc;
+  uint8_t* v = view();
+  if (v && dense(v, offset, n)) return host_copy(dst, v + offset, n);
   auto* p = static_cast<uint8_t*>(dst);
   while (n > 0) {
     ssize_t r = ::pread(fd_, p, n, static_cast<off_t>(offset));
@@ -127,6 +186,7 @@ int MemfdMemory::read(uint64_t offset, void* dst, size_t n) const {
 
 int MemfdMemory::write(uint64_t offset, const void* src, size_t n) {
   if (int rc = check_range(offset, n)) return rc;
+  if (uint8_t* v = view()) return host_copy(v + offset, src, n);
   auto* p = static_cast<const uint8_t*>(src);
   while (n > 0) {
     ssize_t r = ::pwrite(fd_, p, n, static_cast<off_t>(offset));

@@ -3,7 +3,9 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <atomic>
 #include <memory>
+#include <mutex>
 
 #include "drivers/driver.h"
 
@@ -27,6 +29,7 @@ class MemfdMemory final : public PhysicalMemory {
   int fill(uint64_t offset, uint8_t value, size_t n) override;
   int fd() const override { return fd_; }
   int populate(uint64_t offset, size_t n) override;
+  int copy_to(uint64_t offset, PhysicalMemory& dst, uint64_t dst_offset, size_t n) const override;
 
  private:
   MemfdMemory(int fd, uint64_t size) : fd_(fd), size_(size) {}
@@ -34,8 +37,20 @@ class MemfdMemory final : public PhysicalMemory {
   int check_range(uint64_t offset, size_t n) const;
   int write_pattern(uint64_t offset, uint8_t value, uint64_t n);
 
+  // The CPU view: one shared mapping of the whole file, made on first copy and kept for the
+  // object's life, so copies are memcpy instead of pread/pwrite (a third of the speed).
+  // nullptr when the mapping failed (e.g. vm.max_map_count reached): copies use pread/pwrite.
+  uint8_t* view() const;
+  // Whether every page of [offset, offset+n) exists. Reading a hole through the view would
+  // allocate its page (a shared mapping's read fault does on shmem); pread returns zeros without
+  // allocating, so reads of sparse ranges keep using it.
+  bool dense(const uint8_t* view, uint64_t offset, size_t n) const;
+
   int fd_;
   uint64_t size_;
+  mutable std::atomic<uint8_t*> view_{nullptr};
+  mutable std::atomic<bool> view_failed_{false};
+  mutable std::mutex view_mu_;
 };
 
 }  // namespace aclvmm::drv::emu

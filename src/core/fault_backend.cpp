@@ -32,6 +32,11 @@ class FaultInjectingMemory final : public drv::PhysicalMemory {
     if (int e = injected("drv.populate")) return e;
     return inner_->populate(offset, n);
   }
+  // The destination stays the wrapper: its write() is the "drv.write" step.
+  int copy_to(uint64_t offset, drv::PhysicalMemory& dst, uint64_t dst_offset, size_t n) const override {
+    if (int e = injected("drv.read")) return e;
+    return inner_->copy_to(offset, dst, dst_offset, n);
+  }
 
  private:
   std::shared_ptr<drv::PhysicalMemory> inner_;

@@ -10,8 +10,6 @@
 namespace aclvmm::memops {
 namespace {
 
-constexpr size_t kBounce = 4 << 20;
-
 Status io_error(int rc, const char* what, uint64_t addr) {
   char buf[32];
   snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(addr));
@@ -70,13 +68,20 @@ Status copy(void* dst, const void* src, size_t n, const Accessor& who) {
   ACLVMM_RETURN_IF_ERROR(translate(s, n, false, who, &ts));
   if (ts.cpu) return transfer(td, d, 0, const_cast<void*>(src), n, true);
   if (td.cpu) return transfer(ts, s, 0, dst, n, false);
-  thread_local std::unique_ptr<uint8_t[]> bounce;
-  if (!bounce) bounce.reset(new (std::nothrow) uint8_t[kBounce]);
-  if (!bounce) return Error(ACL_ERROR_RT_MEMORY_ALLOCATION, "no host memory for the copy buffer");
-  for (uint64_t off = 0; off < n; off += kBounce) {
-    uint64_t len = std::min<uint64_t>(kBounce, n - off);
-    ACLVMM_RETURN_IF_ERROR(transfer(ts, s, off, bounce.get(), len, false));
-    ACLVMM_RETURN_IF_ERROR(transfer(td, d, off, bounce.get(), len, true));
+  // Device to device: each overlapping piece of a source and a destination segment in one pass.
+  size_t si = 0, di = 0;
+  uint64_t s_in = 0, d_in = 0, done = 0;  // offsets inside the current segments
+  while (done < n && si < ts.segments.size() && di < td.segments.size()) {
+    const Segment& from = ts.segments[si];
+    const Segment& to = td.segments[di];
+    const uint64_t len = std::min(from.length - s_in, to.length - d_in);
+    int rc = from.memory->copy_to(from.offset + s_in, *to.memory, to.offset + d_in, len);
+    if (rc != 0) return io_error(rc, "copying device memory", d + done);
+    done += len;
+    s_in += len;
+    d_in += len;
+    if (s_in == from.length) ++si, s_in = 0;
+    if (d_in == to.length) ++di, d_in = 0;
   }
   return Status::Ok();
 }

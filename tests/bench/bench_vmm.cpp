@@ -1,0 +1,146 @@
+// Reservations, physical allocations and mappings, each against the system calls that are its
+// physical limit in the emulator: mmap(PROT_NONE)+munmap, memfd_create+ftruncate+close and a
+// MAP_FIXED|MAP_SHARED mapping put back to a PROT_NONE placeholder.
+#include <malloc.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+
+#include "bench_util.h"
+
+namespace bench {
+namespace {
+
+void Raw_ReserveRelease(benchmark::State& state) {
+  const size_t n = static_cast<size_t>(state.range(0));
+  for (auto _ : state) {
+    void* p = mmap(nullptr, n, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED) {
+      state.SkipWithError("mmap");
+      return;
+    }
+    munmap(p, n);
+  }
+}
+BENCHMARK(Raw_ReserveRelease)->Arg(k2M)->Arg(k1G);
+
+void Acl_ReserveRelease(benchmark::State& state) {
+  const size_t n = static_cast<size_t>(state.range(0));
+  for (auto _ : state) {
+    void* va = nullptr;
+    if (!ok(state, aclrtReserveMemAddress(&va, n, 0, nullptr, 0), "aclrtReserveMemAddress")) return;
+    aclrtReleaseMemAddress(va);
+  }
+}
+BENCHMARK(Acl_ReserveRelease)->Arg(k2M)->Arg(k1G);
+
+void Raw_MemfdCreate(benchmark::State& state) {
+  for (auto _ : state) {
+    int fd = memfd_create("bench", MFD_CLOEXEC);
+    if (fd < 0 || ftruncate(fd, k2M) != 0) {
+      state.SkipWithError("memfd");
+      return;
+    }
+    close(fd);
+  }
+}
+BENCHMARK(Raw_MemfdCreate);
+
+void Acl_MallocPhysical(benchmark::State& state) {
+  aclrtPhysicalMemProp p = device_prop();
+  for (auto _ : state) {
+    aclrtDrvMemHandle h = nullptr;
+    if (!ok(state, aclrtMallocPhysical(&h, k2M, &p, 0), "aclrtMallocPhysical")) return;
+    aclrtFreePhysical(h);
+  }
+}
+BENCHMARK(Acl_MallocPhysical);
+
+// What an emulated mapping that the CPU can see costs the kernel: map the memory over a
+// placeholder, then put the placeholder back.
+void Raw_MapUnmap(benchmark::State& state) {
+  int fd = memfd_create("bench", MFD_CLOEXEC);
+  void* base = mmap(nullptr, k2M, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (fd < 0 || ftruncate(fd, k2M) != 0 || base == MAP_FAILED) {
+    state.SkipWithError("setup");
+    return;
+  }
+  for (auto _ : state) {
+    mmap(base, k2M, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, 0);
+    mmap(base, k2M, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
+  }
+  state.SetItemsProcessed(state.iterations());
+  munmap(base, k2M);
+  close(fd);
+}
+BENCHMARK(Raw_MapUnmap);
+
+// range(0): 0 maps device memory (no CPU view: only the emulated page tables change), 1 maps
+// host memory (the CPU sees it: one mmap each way).
+void Acl_MapUnmap(benchmark::State& state) {
+  aclrtPhysicalMemProp p = state.range(0) ? host_prop() : device_prop();
+  aclrtDrvMemHandle h = nullptr;
+  void* va = nullptr;
+  if (!ensure_device() || !ok(state, aclrtMallocPhysical(&h, k2M, &p, 0), "aclrtMallocPhysical") ||
+      !ok(state, aclrtReserveMemAddress(&va, k2M, 0, nullptr, 0), "aclrtReserveMemAddress")) {
+    return;
+  }
+  for (auto _ : state) {
+    if (aclrtMapMem(va, k2M, 0, h, 0) != ACL_SUCCESS) {
+      state.SkipWithError("aclrtMapMem");
+      break;
+    }
+    aclrtUnmapMem(va);
+  }
+  state.SetItemsProcessed(state.iterations());
+  aclrtReleaseMemAddress(va);
+  aclrtFreePhysical(h);
+}
+BENCHMARK(Acl_MapUnmap)->Arg(0)->Arg(1);
+
+double heap_bytes() {
+  struct mallinfo2 mi = mallinfo2();
+  return static_cast<double>(mi.uordblks + mi.hblkhd);
+}
+
+// Resident bytes of the process: catches memory that is not from malloc (index pages).
+double resident_bytes() {
+  FILE* f = fopen("/proc/self/statm", "re");
+  unsigned long long size = 0, resident = 0;
+  if (f) {
+    if (fscanf(f, "%llu %llu", &size, &resident) != 2) resident = 0;
+    fclose(f);
+  }
+  return static_cast<double>(resident) * static_cast<double>(sysconf(_SC_PAGESIZE));
+}
+
+// Bytes one live mapping holds (the mapping record, its tree node and index entries), measured
+// over 100 000 mappings of one handle as the larger of the heap and the resident-set growth:
+// the heap misses mmap-ed index pages, the resident set misses reused free heap.
+void Acl_MetadataPerMapping(benchmark::State& state) {
+  constexpr size_t kMappings = 100000;
+  aclrtPhysicalMemProp p = device_prop();
+  aclrtDrvMemHandle h = nullptr;
+  void* va = nullptr;
+  if (!ok(state, aclrtMallocPhysical(&h, k2M, &p, 0), "aclrtMallocPhysical") ||
+      !ok(state, aclrtReserveMemAddress(&va, kMappings * k2M, 0, nullptr, 0), "reserve")) {
+    return;
+  }
+  auto* base = static_cast<char*>(va);
+  double per_mapping = 0;
+  for (auto _ : state) {
+    const double heap0 = heap_bytes(), rss0 = resident_bytes();
+    for (size_t i = 0; i < kMappings; ++i) aclrtMapMem(base + i * k2M, k2M, 0, h, 0);
+    per_mapping = std::max(heap_bytes() - heap0, resident_bytes() - rss0) / kMappings;
+    for (size_t i = 0; i < kMappings; ++i) aclrtUnmapMem(base + i * k2M);
+  }
+  state.counters["bytes_per_mapping"] = per_mapping;
+  aclrtReleaseMemAddress(va);
+  aclrtFreePhysical(h);
+}
+BENCHMARK(Acl_MetadataPerMapping)->Iterations(1);
+
+}  // namespace
+}  // namespace bench

@@ -1,0 +1,80 @@
+// The targets (docs/performance.md explains what bounds each one).
+#include <string>
+
+#include "report.h"
+
+namespace bench {
+namespace {
+
+std::string n(const char* name, long arg) { return std::string(name) + "/" + std::to_string(arg); }
+
+}  // namespace
+
+std::vector<Row> target_rows() {
+  const long k2M = 2l << 20, k1G = 1l << 30, k4K = 4096, k64M = 64l << 20;
+  std::vector<Row> rows = {
+      {"reserve + release 2 MiB", Check::kRatioAtMost, {n("Acl_ReserveRelease", k2M)},
+       {n("Raw_ReserveRelease", k2M)}, 1.0},
+      {"reserve + release 1 GiB", Check::kRatioAtMost, {n("Acl_ReserveRelease", k1G)},
+       {n("Raw_ReserveRelease", k1G)}, 1.0},
+      {"malloc physical + free 2 MiB", Check::kRatioAtMost, {"Acl_MallocPhysical"},
+       {"Raw_MemfdCreate"}, 1.5},
+      {"map + unmap 2 MiB device memory", Check::kRatioAtMost, {n("Acl_MapUnmap", 0)},
+       {"Raw_MapUnmap"}, 1.5},
+      {"map + unmap 2 MiB host memory (CPU-visible)", Check::kRatioAtMost, {n("Acl_MapUnmap", 1)},
+       {"Raw_MapUnmap"}, 1.5},
+  };
+  for (long count : {1000l, 100000l, 1000000l}) {
+    const std::string label = " @ " + std::to_string(count) + " mappings";
+    const Check check = count == 100000 ? Check::kRatioAtMost : Check::kInfo;
+    rows.push_back({"pointer attributes" + label, check, {n("Acl_PointerGetAttributes", count)},
+                    {n("Raw_MapLookup", count)}, 3.0});
+    rows.push_back({"address range" + label, check, {n("Acl_MemGetAddressRange", count)},
+                    {n("Raw_MapLookup", count)}, 3.0});
+  }
+  rows.push_back({"pointer attributes 1M vs 1k mappings", Check::kGrowthAtMost,
+                  {n("Acl_PointerGetAttributes", 1000000)}, {n("Acl_PointerGetAttributes", 1000)}, 2.0});
+  rows.push_back({"address range 1M vs 1k mappings", Check::kGrowthAtMost,
+                  {n("Acl_MemGetAddressRange", 1000000)}, {n("Acl_MemGetAddressRange", 1000)}, 2.0});
+  rows.push_back({"  std::map lookup 1M vs 1k (reference)", Check::kInfo,
+                  {n("Raw_MapLookup", 1000000)}, {n("Raw_MapLookup", 1000)}, 0});
+  const char* kinds[] = {"", "H2D", "D2H", "D2D"};
+  for (long size : {k4K, k2M, k64M}) {
+    for (int kind = 1; kind <= 3; ++kind) {
+      const std::string label = std::string("memcpy ") + kinds[kind] + " " +
+                                (size == k4K ? "4 KiB" : size == k2M ? "2 MiB" : "64 MiB");
+      rows.push_back({label, size >= k2M ? Check::kRatioAtMost : Check::kInfo,
+                      {n("Acl_Memcpy", size) + "/" + std::to_string(kind)}, {n("Raw_Memcpy", size)},
+                      1.3});
+    }
+  }
+  rows.push_back({"export + import round trip", Check::kRatioAtMost,
+                  {"Acl_Export/manual_time", "Acl_Import"}, {n("Raw_ScmRightsRoundTrip", 0)}, 3.0});
+  rows.push_back({"  vs connect + SCM_RIGHTS round trip", Check::kInfo,
+                  {"Acl_Export/manual_time", "Acl_Import"}, {n("Raw_ScmRightsRoundTrip", 1)}, 0});
+  rows.push_back({"managed: CPU fault migration per 2 MiB page", Check::kInfo,
+                  {"Acl_ManagedHostFaultPerPage/manual_time"}, {n("Raw_Memcpy", k2M)}, 0});
+  rows.push_back({"managed: prefetch 64 MiB there and back", Check::kInfo,
+                  {"Acl_ManagedPrefetchRoundTrip"}, {n("Raw_Memcpy", k64M), n("Raw_Memcpy", k64M)}, 0});
+  for (int host = 0; host <= 1; ++host) {
+    const std::string base = n("Acl_MapUnmapThreads", host) + "/real_time/threads:";
+    const std::string what = host ? "host" : "device";
+    rows.push_back({"map/unmap scaling 1 -> 2 threads (" + what + ")", Check::kScalingAtLeast,
+                    {base + "1", base + "2"},
+                    {"Raw_MapUnmapThreads/real_time/threads:1", "Raw_MapUnmapThreads/real_time/threads:2"},
+                    0.9});
+    rows.push_back({"map/unmap scaling 1 -> 4 threads (" + what + ")", Check::kInfo,
+                    {base + "1", base + "4"},
+                    {"Raw_MapUnmapThreads/real_time/threads:1", "Raw_MapUnmapThreads/real_time/threads:4"},
+                    0.9});
+  }
+  rows.push_back({"pointer queries 2 threads vs 1", Check::kSpeedupAtLeast,
+                  {"Acl_PointerGetAttributesThreads/real_time/threads:1",
+                   "Acl_PointerGetAttributesThreads/real_time/threads:2"},
+                  {}, 1.6});
+  rows.push_back({"metadata per mapping", Check::kCounterAtMost,
+                  {"Acl_MetadataPerMapping/iterations:1"}, {}, 256, "bytes_per_mapping"});
+  return rows;
+}
+
+}  // namespace bench
