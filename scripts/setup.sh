@@ -9,7 +9,7 @@
 # Nothing is downloaded except through apt-get.
 
 aclvmm_setup() {
-    local required=(cmake g++ make binutils libspdlog-dev libnuma-dev libgtest-dev libbenchmark-dev
+    local required=(cmake g++ make binutils pkg-config libspdlog-dev libnuma-dev libgtest-dev libbenchmark-dev
                     clang-14 libclang-rt-14-dev)  # clang + libFuzzer: the fuzz stage of tests/run.sh
     local missing=() pkg status
 
