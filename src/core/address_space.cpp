@@ -41,7 +41,7 @@ bool is_reservation(const Region& r) {
 }  // namespace
 
 Status AddressSpace::claim_windows(drv::Backend* backend) {
-  std::unique_lock<std::shared_mutex> lock(mu_);
+  std::unique_lock<ReadMostlyMutex> lock(mu_);
   if (backend_) return Status::Ok();
   host_window_size_ = kHostWindowSize;
   uvm_window_size_ = kUvmWindowSize;
@@ -84,14 +84,17 @@ Status AddressSpace::claim_windows(drv::Backend* backend) {
   svm_general_ = (kWindowDivisor == 1 && svm_window_size_ == kSvmWindowSize) ? kSvmGeneralOffset
                                                                         : svm_window_size_ / 4;
   svm_.reset(svm_window_ + svm_general_, svm_window_ + svm_window_size_);
+  // Without the index (no memory for it) every query takes the trees: slower, still correct.
+  (void)index_.reset(svm_window_, svm_window_size_);
   backend_ = backend;
   return Status::Ok();
 }
 
 std::vector<std::unique_ptr<Region>> AddressSpace::clear() {
-  std::unique_lock<std::shared_mutex> lock(mu_);
+  std::unique_lock<ReadMostlyMutex> lock(mu_);
   std::vector<std::unique_ptr<Region>> out;
   for (auto& [base, region] : regions_) {
+    unindex(*region);
     for (auto& [va, m] : region->mappings) {
       if (m.cpu != drv::CpuAccess::kNone) backend_->unmap_cpu(m.va, m.size);
     }
@@ -99,7 +102,6 @@ std::vector<std::unique_ptr<Region>> AddressSpace::clear() {
     out.push_back(std::move(region));
   }
   regions_.clear();
-  mappings_ = 0;
   if (backend_) {
     host_.reset(host_window_, host_window_ + host_window_size_);
     svm_.reset(svm_window_ + svm_general_, svm_window_ + svm_window_size_);
@@ -131,7 +133,7 @@ StatusOr<uint64_t> AddressSpace::reserve(uint64_t size, uint64_t expect, bool no
   auto region = std::make_unique<Region>();
   region->requested = size;
   region->created_by = api;
-  std::unique_lock<std::shared_mutex> lock(mu_);
+  std::unique_lock<ReadMostlyMutex> lock(mu_);
   if (no_uc) {
     if (rsize % kGiB != 0 || expect % kGiB != 0) {
       return Error(ACL_ERROR_RT_PARAM_INVALID,
@@ -196,7 +198,7 @@ StatusOr<uint64_t> AddressSpace::reserve(uint64_t size, uint64_t expect, bool no
 }
 
 Status AddressSpace::release(uint64_t base) {
-  std::unique_lock<std::shared_mutex> lock(mu_);
+  std::unique_lock<ReadMostlyMutex> lock(mu_);
   auto it = regions_.find(base);
   if (it == regions_.end() || !is_reservation(*it->second)) {
     return Error(ACL_ERROR_RT_PARAM_INVALID,
@@ -250,7 +252,7 @@ StatusOr<uint64_t> AddressSpace::add_device_malloc(uint64_t size, uint64_t reque
                                                    std::shared_ptr<PhysicalAllocation> phys) {
   uint64_t align = size >= kGiB ? kGiB : kChunk;
   uint64_t span = round_up(size, align);
-  std::unique_lock<std::shared_mutex> lock(mu_);
+  std::unique_lock<ReadMostlyMutex> lock(mu_);
   uint64_t base = 0;
   if (!svm_.allocate(span, align, &base)) {
     return Error(ACL_ERROR_RT_MEMORY_ALLOCATION, "the device address window is full");
@@ -277,7 +279,7 @@ StatusOr<uint64_t> AddressSpace::add_device_malloc(uint64_t size, uint64_t reque
     }
   }
   region->mappings.emplace(base, std::move(m));
-  ++mappings_;
+  index_malloc(*region);
   regions_.emplace(base, std::move(region));
   return base;
 }
@@ -285,7 +287,7 @@ StatusOr<uint64_t> AddressSpace::add_device_malloc(uint64_t size, uint64_t reque
 StatusOr<uint64_t> AddressSpace::add_host_pinned(uint64_t size, uint64_t requested,
                                                  std::shared_ptr<PhysicalAllocation> phys) {
   uint64_t span = round_up(size, kChunk);
-  std::unique_lock<std::shared_mutex> lock(mu_);
+  std::unique_lock<ReadMostlyMutex> lock(mu_);
   uint64_t base = 0;
   if (!host_.allocate(span, kChunk, &base)) {
     return Error(ACL_ERROR_RT_MEMORY_ALLOCATION, "the host pinned address window is full");
@@ -308,13 +310,12 @@ StatusOr<uint64_t> AddressSpace::add_host_pinned(uint64_t size, uint64_t request
     return st;
   }
   region->mappings.emplace(base, std::move(m));
-  ++mappings_;
   regions_.emplace(base, std::move(region));
   return base;
 }
 
 StatusOr<std::unique_ptr<Region>> AddressSpace::remove_allocation(uint64_t base, RegionKind kind) {
-  std::unique_lock<std::shared_mutex> lock(mu_);
+  std::unique_lock<ReadMostlyMutex> lock(mu_);
   auto it = regions_.find(base);
   if (it == regions_.end() || it->second->kind != kind) {
     return Error(ACL_ERROR_RT_PARAM_INVALID,
@@ -334,23 +335,65 @@ StatusOr<std::unique_ptr<Region>> AddressSpace::remove_allocation(uint64_t base,
     m.cpu = drv::CpuAccess::kNone;
   }
   std::unique_ptr<Region> region = std::move(it->second);
+  unindex(*region);
   regions_.erase(it);
-  mappings_ -= region->mappings.size();
   (kind == RegionKind::kHostPinned ? host_ : svm_).free(region->base, region->span);
   return region;
 }
 
+void AddressSpace::index_mapping(const Mapping& m) {
+  ChunkEntry e;
+  const bool device = m.phys->on_device();
+  e.kind = device ? ChunkEntry::kDevice : ChunkEntry::kHost;
+  e.device = device ? m.phys->device : 0;
+  e.page_shift = device ? 21 : 0;  // device mappings report 2 MiB pages, host ones the host's
+  e.range_exact = true;
+  e.range_base = m.va;
+  e.range_size = m.size;
+  index_.publish(m.va, m.size, e);
+}
+
+void AddressSpace::index_malloc(const Region& r) {
+  if (r.kind != RegionKind::kDeviceMalloc || r.page_size == 0 ||
+      (r.page_size & (r.page_size - 1)) != 0) {
+    return;
+  }
+  ChunkEntry e;
+  e.kind = ChunkEntry::kDevice;
+  e.device = r.device;
+  e.page_shift = static_cast<uint32_t>(__builtin_ctz(r.page_size));
+  // As address_range answers: blocks that own whole 1 GiB heaps report the heap.
+  const uint64_t extent = r.span >= kGiB ? r.span : r.size;
+  e.range_exact = true;
+  e.range_base = r.base;
+  e.range_size = extent;
+  // Only chunks wholly inside the block: a query past its end must fail (the trees say so).
+  index_.publish(r.base, r.size, e);
+}
+
+void AddressSpace::unindex(const Region& r) {
+  if (r.kind == RegionKind::kDeviceMalloc) {
+    index_.clear(r.base, r.size);
+  } else if (r.kind != RegionKind::kHostPinned) {
+    for (const auto& [va, m] : r.mappings) index_.clear(m.va, m.size);
+  }
+}
+
 size_t AddressSpace::region_count(RegionKind kind) const {
-  std::shared_lock<std::shared_mutex> lock(mu_);
+  std::shared_lock<ReadMostlyMutex> lock(mu_);
   size_t n = 0;
   for (const auto& [base, r] : regions_) n += r->kind == kind;
   return n;
 }
 
 size_t AddressSpace::mapping_count() const {
-  std::shared_lock<std::shared_mutex> lock(mu_);
+  std::shared_lock<ReadMostlyMutex> lock(mu_);
   size_t n = 0;
-  for (const auto& [base, r] : regions_) n += is_reservation(*r) ? r->mappings.size() : 0;
+  for (const auto& [base, r] : regions_) {
+    if (!is_reservation(*r)) continue;
+    auto own = read_mappings(r.get());
+    n += r->mappings.size();
+  }
   return n;
 }
 

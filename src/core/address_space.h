@@ -3,17 +3,22 @@
 // Virtual windows are claimed once (emulation.md section 3). Inside them live Regions (VMM
 // reservations, aclrtMalloc and aclrtMallocHost allocations), kept in a tree by base address; each
 // Region keeps its Mappings in a tree by start address. Every lookup is two O(log n) tree searches
-// under a shared lock that is dropped before any data moves, so copies and queries on different
-// threads run in parallel and only map/unmap/reserve/release take the lock exclusively.
+// under shared locks that are dropped before any data moves. Two levels of ReadMostlyMutex:
+// the region tree's (exclusive only to add or remove a region) and each region's own (exclusive
+// only to change its mappings). So queries and copies on different threads never write a shared
+// cache line, and map/unmap on different reservations run in parallel.
 #pragma once
 
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <shared_mutex>
 #include <vector>
 
+#include "core/chunk_index.h"
 #include "core/physical.h"
+#include "core/read_mostly_mutex.h"
 #include "core/status.h"
 #include "core/va_allocator.h"
 #include "drivers/driver.h"
@@ -70,8 +75,19 @@ struct Region {
   int device = -1;        // aclrtMalloc: the owning physical device
   uint32_t page_size = 0; // aclrtMalloc / aclrtMallocHost: page size reported by queries
   const char* created_by = "";
+  // Guards `mappings` and `bound*` (the fields above never change after creation). Map and
+  // unmap on different reservations therefore never wait for each other.
+  mutable ReadMostlyMutex mu;
   std::map<uint64_t, Mapping> mappings;
 };
+
+// The lock of r's mappings, or no lock when r is null (the caller then only reports an error).
+inline std::unique_lock<ReadMostlyMutex> write_mappings(Region* r) {
+  return r ? std::unique_lock<ReadMostlyMutex>(r->mu) : std::unique_lock<ReadMostlyMutex>();
+}
+inline std::shared_lock<ReadMostlyMutex> read_mappings(const Region* r) {
+  return r ? std::shared_lock<ReadMostlyMutex>(r->mu) : std::shared_lock<ReadMostlyMutex>();
+}
 
 // Who executes a device operation: a physical device and the devices it reaches by peer access.
 struct Accessor {
@@ -159,9 +175,14 @@ class AddressSpace {
 
   drv::Backend* backend_ = nullptr;
   bool cpu_open_ = false;
-  mutable std::shared_mutex mu_;
+  // Publishes what pointer queries answer for the mappings of r (or all of r, a malloc block).
+  void index_mapping(const Mapping& m);
+  void index_malloc(const Region& r);
+  void unindex(const Region& r);
+
+  mutable ReadMostlyMutex mu_;  // the region tree; lock order: mu_, then a Region's mu
+  ChunkIndex index_;            // lock-free answers for the device window (chunk_index.h)
   std::map<uint64_t, std::unique_ptr<Region>> regions_;
-  size_t mappings_ = 0;
   VaAllocator svm_;       // general device window (aclrtMalloc, reservations)
   VaAllocator host_;      // host pinned window
   uint64_t svm_window_ = 0, svm_window_size_ = 0, svm_general_ = 0;

@@ -27,8 +27,9 @@ drv::CpuAccess cpu_of(int flags) {
 
 Status AddressSpace::map(uint64_t va, uint64_t size, uint64_t handle,
                          std::shared_ptr<PhysicalAllocation> phys, bool no_access) {
-  std::unique_lock<std::shared_mutex> lock(mu_);
+  std::shared_lock<ReadMostlyMutex> tree(mu_);
   Region* r = find_region(va);
+  auto own = write_mappings(r);
   if (!r || !is_reservation(*r)) {
     return drv_error(hex(va) + " is not inside a reservation made with aclrtReserveMemAddress");
   }
@@ -87,14 +88,15 @@ Status AddressSpace::map(uint64_t va, uint64_t size, uint64_t handle,
   r->bound = true;
   r->bound_side = m.phys->side;
   r->bound_device = m.phys->device;
-  r->mappings.emplace(va, std::move(m));
-  ++mappings_;
+  auto placed = r->mappings.emplace(va, std::move(m)).first;
+  index_mapping(placed->second);
   return Status::Ok();
 }
 
 StatusOr<Mapping> AddressSpace::unmap(uint64_t va) {
-  std::unique_lock<std::shared_mutex> lock(mu_);
+  std::shared_lock<ReadMostlyMutex> tree(mu_);
   Region* r = find_region(va);
+  auto own = write_mappings(r);
   auto it = (r && is_reservation(*r)) ? r->mappings.find(va) : decltype(r->mappings.end()){};
   if (!r || !is_reservation(*r) || it == r->mappings.end()) {
     return drv_error(hex(va) + " is not the start of a mapping");
@@ -108,14 +110,15 @@ StatusOr<Mapping> AddressSpace::unmap(uint64_t va) {
     }
     m.cpu = drv::CpuAccess::kNone;
   }
+  index_.clear(m.va, m.size);
   r->mappings.erase(it);
-  --mappings_;
   return m;
 }
 
 StatusOr<uint64_t> AddressSpace::mapping_handle(uint64_t va) const {
-  std::shared_lock<std::shared_mutex> lock(mu_);
+  std::shared_lock<ReadMostlyMutex> tree(mu_);
   const Region* r = find_region(va);
+  auto own = read_mappings(r);
   if (!r || !is_reservation(*r)) return drv_error(hex(va) + " is not a mapped address");
   auto it = r->mappings.upper_bound(va);
   if (it == r->mappings.begin() || va - std::prev(it)->second.va >= std::prev(it)->second.size) {
@@ -131,8 +134,9 @@ StatusOr<uint64_t> AddressSpace::mapping_handle(uint64_t va) const {
 
 Status AddressSpace::set_access(uint64_t va, uint64_t size, const std::vector<AccessChange>& changes,
                                 bool quirks) {
-  std::unique_lock<std::shared_mutex> lock(mu_);
+  std::shared_lock<ReadMostlyMutex> tree(mu_);
   Region* r = find_region(va);
+  auto own = write_mappings(r);
   auto it = (r && is_reservation(*r)) ? r->mappings.find(va) : decltype(r->mappings.end()){};
   if (!r || !is_reservation(*r) || it == r->mappings.end() || it->second.size != size) {
     return drv_error("(" + hex(va) + ", " + std::to_string(size) +
@@ -167,8 +171,9 @@ Status AddressSpace::set_access(uint64_t va, uint64_t size, const std::vector<Ac
 }
 
 StatusOr<int> AddressSpace::grant_peer(uint64_t va, uint64_t size, int device) {
-  std::unique_lock<std::shared_mutex> lock(mu_);
+  std::shared_lock<ReadMostlyMutex> tree(mu_);
   Region* r = find_region(va);
+  auto own = write_mappings(r);
   if (!r || r->kind == RegionKind::kHostPinned) {
     return Error(ACL_ERROR_RT_PARAM_INVALID, hex(va) + " is not device memory");
   }
@@ -189,8 +194,9 @@ StatusOr<int> AddressSpace::grant_peer(uint64_t va, uint64_t size, int device) {
 }
 
 StatusOr<int> AddressSpace::get_access(uint64_t va, bool host, int device) const {
-  std::shared_lock<std::shared_mutex> lock(mu_);
+  std::shared_lock<ReadMostlyMutex> tree(mu_);
   const Region* r = find_region(va);
+  auto own = read_mappings(r);
   if (!r || !is_reservation(*r)) return drv_error(hex(va) + " is not a mapped address");
   auto it = r->mappings.upper_bound(va);
   if (it == r->mappings.begin() || va >= std::prev(it)->second.va + std::prev(it)->second.size) {

@@ -28,8 +28,11 @@ const Mapping* mapping_at(const Region& r, uint64_t va) {
 }  // namespace
 
 StatusOr<AddressRange> AddressSpace::address_range(uint64_t ptr) const {
-  std::shared_lock<std::shared_mutex> lock(mu_);
+  const ChunkEntry e = index_.lookup(ptr);  // lock-free; empty sends us to the trees
+  if (e.kind != ChunkEntry::kEmpty && e.range_exact) return AddressRange{e.range_base, e.range_size};
+  std::shared_lock<ReadMostlyMutex> tree(mu_);
   const Region* r = find_region(ptr);
+  auto own = read_mappings(r);
   if (r && !is_reservation(*r)) {
     // Allocations that own whole 1 GiB heaps report the heap extent, as the driver does.
     const uint64_t extent = r->span >= kGiB ? r->span : r->size;
@@ -42,8 +45,17 @@ StatusOr<AddressRange> AddressSpace::address_range(uint64_t ptr) const {
 }
 
 StatusOr<PointerInfo> AddressSpace::pointer_info(uint64_t ptr, size_t host_page) const {
-  std::shared_lock<std::shared_mutex> lock(mu_);
+  const ChunkEntry e = index_.lookup(ptr);  // lock-free; empty sends us to the trees
+  if (e.kind != ChunkEntry::kEmpty) {
+    PointerInfo info;
+    info.kind = e.kind == ChunkEntry::kDevice ? PointerInfo::kDevice : PointerInfo::kHost;
+    info.device = e.device;
+    info.page_size = e.page_shift ? 1u << e.page_shift : static_cast<uint32_t>(host_page);
+    return info;
+  }
+  std::shared_lock<ReadMostlyMutex> tree(mu_);
   const Region* r = find_region(ptr);
+  auto own = read_mappings(r);
   PointerInfo info;
   if (!r) {
     if (in_windows(ptr)) {
@@ -90,8 +102,9 @@ Status AddressSpace::translate(uint64_t va, uint64_t n, bool write, const Access
                                Translation* out) const {
   out->cpu = true;
   out->segments.clear();
-  std::shared_lock<std::shared_mutex> lock(mu_);
+  std::shared_lock<ReadMostlyMutex> tree(mu_);
   const Region* r = find_region(va);
+  auto own = read_mappings(r);
   if (!r) {
     if (in_windows(va)) {
       return Error(ACL_ERROR_RT_DRV_INTERNAL_ERROR, hex(va) + " is not allocated device memory");

@@ -66,9 +66,11 @@ struct PhysicalAllocation {
   std::shared_ptr<drv::PhysicalMemory> memory;
   std::unique_ptr<Charge> charge;
 
-  // Vendor reference counts (behavior.md sections 1, 3, 6), guarded by the handle table's mutex.
-  int ref = 1;
-  int map_ref = 0;
+  // Vendor reference counts (behavior.md sections 1, 3, 6). Changed under the handle table's
+  // lock: exclusively, except by map and unmap, which only count under the shared lock (atomics,
+  // so that mapping threads do not serialise on the table) and take it exclusively to remove.
+  std::atomic<int> ref{1};
+  std::atomic<int> map_ref{0};
 
   bool on_device() const { return side == Side::kDevice; }
 };

@@ -202,7 +202,7 @@ StatusOr<uint64_t> ShareService::import(uint64_t token, int physical_device) {
     auto known = imports_.find({token, physical_device});
     if (known != imports_.end()) {
       // The same token on the same device again: the same handle, one more reference.
-      std::lock_guard<std::mutex> tlock(table.mutex());
+      std::lock_guard<ReadMostlyMutex> tlock(table.mutex());
       if (auto existing = table.find_locked(known->second)) {
         ++existing->ref;
         return known->second;

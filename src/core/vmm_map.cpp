@@ -1,5 +1,6 @@
 // Reservations, mappings and access rights.
 #include <mutex>
+#include <shared_mutex>
 
 #include "core/runtime.h"
 #include "core/stats.h"
@@ -11,6 +12,27 @@ namespace {
 Status no_device_opened() {
   return Error(ACL_ERROR_RT_INVALID_HANDLE,
                "no device has been opened in this process; call aclrtSetDevice first");
+}
+
+// Drops one mapping's references to `handle`; the last reference removes it from the table.
+void release_ref(uint64_t handle) {
+  Runtime& rt = Runtime::get();
+  auto& table = rt.physical();
+  {
+    std::shared_lock<ReadMostlyMutex> lock(table.mutex());
+    auto phys = table.find_locked(handle);
+    if (!phys) return;
+    --phys->map_ref;
+    if (--phys->ref > 0) return;
+  }
+  // The count reached 0 and cannot rise again (map refuses 0): remove the handle exclusively.
+  std::shared_ptr<PhysicalAllocation> doomed;  // destroyed after the lock is dropped
+  {
+    std::lock_guard<ReadMostlyMutex> lock(table.mutex());
+    auto phys = table.find_locked(handle);
+    if (phys && phys->ref.load() == 0) doomed = table.remove_locked(handle);
+  }
+  if (doomed) rt.sharing().forget_handle(handle);
 }
 
 }  // namespace
@@ -59,27 +81,25 @@ Status map(uint64_t va, uint64_t size, uint64_t offset, uint64_t handle, bool no
   std::shared_ptr<PhysicalAllocation> phys;
   uint32_t link = 0;
   {
-    std::lock_guard<std::mutex> lock(table.mutex());
+    // Shared: mapping threads only count. A count that reached 0 belongs to a handle on its way
+    // out of the table (release_ref), which must not come back to life.
+    std::shared_lock<ReadMostlyMutex> lock(table.mutex());
     phys = table.find_locked(handle);
-    if (!phys) {
+    int ref = phys ? phys->ref.load() : 0;
+    while (ref > 0 && !phys->ref.compare_exchange_weak(ref, ref + 1)) {
+    }
+    if (ref <= 0) {
       return Error(ACL_ERROR_RT_PARAM_INVALID,
                    "the handle is not a live physical memory handle (freed, forged or foreign)");
     }
-    ++phys->ref;
     ++phys->map_ref;
     link = phys->link;  // the route in force when the mapping is requested
   }
   Status st = rt.space().map(va, size, handle, phys, no_access);
   if (!st.ok()) {
-    std::shared_ptr<PhysicalAllocation> doomed;
-    {
-      std::lock_guard<std::mutex> lock(table.mutex());
-      --phys->map_ref;
-      // Another thread may have freed the handle while this map was in flight: the reference
-      // taken above is then the last one, and dropping it must release the handle, not leak it.
-      if (--phys->ref == 0) doomed = table.remove_locked(handle);
-    }
-    if (doomed) rt.sharing().forget_handle(handle);
+    // Another thread may have freed the handle while this map was in flight: the reference
+    // taken above is then the last one, and dropping it must release the handle, not leak it.
+    release_ref(handle);
     return st;
   }
   count_link_mapping(link);
@@ -90,17 +110,7 @@ Status unmap(uint64_t va) {
   Runtime& rt = Runtime::get();
   auto m = rt.space().unmap(va);
   if (!m.ok()) return m.status();
-  auto& table = rt.physical();
-  std::shared_ptr<PhysicalAllocation> doomed;
-  {
-    std::lock_guard<std::mutex> lock(table.mutex());
-    auto phys = table.find_locked(m->handle);
-    if (phys) {
-      --phys->map_ref;
-      if (--phys->ref == 0) doomed = table.remove_locked(m->handle);
-    }
-  }
-  if (doomed) rt.sharing().forget_handle(m->handle);
+  release_ref(m->handle);
   return Status::Ok();
 }
 

@@ -124,7 +124,7 @@ Status free_physical(uint64_t handle) {
   auto& table = Runtime::get().physical();
   std::shared_ptr<PhysicalAllocation> doomed;  // destroyed after the lock is dropped
   {
-    std::lock_guard<std::mutex> lock(table.mutex());
+    std::lock_guard<ReadMostlyMutex> lock(table.mutex());
     auto phys = table.find_locked(handle);
     if (!phys) return bad_handle();
     if (phys->map_ref != 0 && phys->ref <= phys->map_ref) {
@@ -161,7 +161,7 @@ StatusOr<uint64_t> retain(uint64_t va) {
   for (;;) {
     auto handle = rt.space().mapping_handle(va);
     if (!handle.ok()) return handle;
-    std::lock_guard<std::mutex> lock(table.mutex());
+    std::lock_guard<ReadMostlyMutex> lock(table.mutex());
     auto phys = table.find_locked(*handle);
     if (phys) {
       ++phys->ref;

@@ -74,7 +74,8 @@ bool evaluate(const std::map<std::string, Measured>& r, const Row& row, Cells* c
       c->b = time_text(vb);
       c->ratio = number("%.2f", value);
       break;
-    case Check::kScalingAtLeast: {
+    case Check::kScalingAtLeast:
+    case Check::kScalingInfo: {
       double a1, an, b1, bn;
       if (row.a.size() != 2 || row.b.size() != 2 || !ips(r, row.a[0], &a1) ||
           !ips(r, row.a[1], &an) || !ips(r, row.b[0], &b1) || !ips(r, row.b[1], &bn)) {
@@ -122,11 +123,13 @@ bool evaluate(const std::map<std::string, Measured>& r, const Row& row, Cells* c
       c->target = number(">= %.4g", row.target);
       break;
     case Check::kInfo:
+    case Check::kScalingInfo:
       *pass = true;
       c->target = "-";
       break;
   }
-  c->result = row.check == Check::kInfo ? "info" : (*pass ? "pass" : "FAIL");
+  const bool info = row.check == Check::kInfo || row.check == Check::kScalingInfo;
+  c->result = info ? "info" : (*pass ? "pass" : "FAIL");
   return true;
 }
 

@@ -33,6 +33,7 @@ enum class Check {
   kGrowthAtMost,    // time(a at large n) / time(a at small n) <= target
   kCounterAtMost,   // counter of a <= target
   kInfo,            // time(a) / time(b), no target
+  kScalingInfo,     // as kScalingAtLeast, no target
 };
 
 struct Row {
@@ -41,7 +42,7 @@ struct Row {
   std::vector<std::string> a;  // aclvmm benchmark names (times are summed)
   std::vector<std::string> b;  // baseline names; for scaling rows {a@1, a@N, b@1, b@N} in a/b
   double target = 0;
-  std::string counter;         // kCounterAtMost
+  std::string counter = {};    // kCounterAtMost
 };
 
 // The rows of the targets, in the order the table prints them.
