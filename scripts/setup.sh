@@ -10,6 +10,7 @@
 
 aclvmm_setup() {
     local required=(cmake g++ make binutils pkg-config libspdlog-dev libnuma-dev libgtest-dev libbenchmark-dev
+                    python3-dev python3-pytest  # the Python binding acl.so and its tests
                     clang-14 libclang-rt-14-dev)  # clang + libFuzzer: the fuzz stage of tests/run.sh
     local missing=() pkg status
 
