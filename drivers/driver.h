@@ -160,6 +160,13 @@ class Backend {
   virtual int numa_node_count() = 0;  // 0 when NUMA is not available
   virtual int current_numa_node() = 0;  // of the calling thread's CPU; 0 without NUMA
   virtual size_t host_page_size() = 0;
+  // Zero-filled memory for the core's lookup tables (ChunkIndex), populated on first touch and on
+  // huge pages where the system allows, so that random lookups in a large table do not miss the
+  // TLB. Never returned while the process runs. nullptr on failure.
+  virtual void* allocate_table(uint64_t bytes) {
+    (void)bytes;
+    return nullptr;  // a backend without tables: the core answers from its trees
+  }
 };
 
 // Creates the backend called `name` ("emu"); nullptr when there is no such backend.

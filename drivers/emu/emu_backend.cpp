@@ -1,5 +1,7 @@
 #include "drivers/emu/emu_backend.h"
 
+#include <sys/mman.h>
+
 #include <cerrno>
 
 #include "drivers/emu/address_space.h"
@@ -54,5 +56,14 @@ uint64_t EmuBackend::host_memory_free() { return emu::host_memory_free(); }
 int EmuBackend::numa_node_count() { return emu::numa_node_count(); }
 int EmuBackend::current_numa_node() { return emu::current_numa_node(); }
 size_t EmuBackend::host_page_size() { return static_cast<size_t>(page_size()); }
+
+void* EmuBackend::allocate_table(uint64_t bytes) {
+  void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                   -1, 0);
+  if (p == MAP_FAILED) return nullptr;
+  // Best effort: with transparent huge pages set to "never" the table works on small pages.
+  (void)::madvise(p, bytes, MADV_HUGEPAGE);
+  return p;
+}
 
 }  // namespace aclvmm::drv::emu

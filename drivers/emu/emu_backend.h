@@ -38,6 +38,7 @@ class EmuBackend final : public Backend {
   int numa_node_count() override;
   int current_numa_node() override;
   size_t host_page_size() override;
+  void* allocate_table(uint64_t bytes) override;
 
  private:
   UnixShareTransport share_transport_;

@@ -85,7 +85,9 @@ Status AddressSpace::claim_windows(drv::Backend* backend) {
                                                                         : svm_window_size_ / 4;
   svm_.reset(svm_window_ + svm_general_, svm_window_ + svm_window_size_);
   // Without the index (no memory for it) every query takes the trees: slower, still correct.
-  (void)index_.reset(svm_window_, svm_window_size_);
+  const uint64_t chunks = ChunkIndex::chunks_for(svm_window_size_);
+  index_.attach(svm_window_, svm_window_size_,
+                chunks ? backend->allocate_table(chunks * sizeof(uint64_t)) : nullptr);
   backend_ = backend;
   return Status::Ok();
 }

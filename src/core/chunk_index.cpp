@@ -1,6 +1,5 @@
 #include "core/chunk_index.h"
 
-#include <cstdlib>
 
 namespace aclvmm {
 namespace {
@@ -19,20 +18,16 @@ uint64_t pack(const ChunkEntry& e, uint64_t back, uint64_t len) {
 
 }  // namespace
 
-ChunkIndex::~ChunkIndex() { std::free(table_); }
-
-bool ChunkIndex::reset(uint64_t base, uint64_t size) {
-  std::free(table_);
-  table_ = nullptr;
-  chunks_ = 0;
-  base_ = base;
+uint64_t ChunkIndex::chunks_for(uint64_t size) {
   const uint64_t chunks = size >> kChunkShift;
-  if (chunks == 0 || chunks > kFieldMask) return false;
-  // calloc of this size comes straight from fresh zero pages: nothing is touched until used.
-  table_ = static_cast<std::atomic<uint64_t>*>(std::calloc(chunks, sizeof(uint64_t)));
-  if (!table_) return false;
-  chunks_ = chunks;
-  return true;
+  return chunks <= kFieldMask ? chunks : 0;  // larger windows are not indexed
+}
+
+void ChunkIndex::attach(uint64_t base, uint64_t size, void* table) {
+  base_ = base;
+  const uint64_t chunks = chunks_for(size);
+  table_ = chunks ? static_cast<std::atomic<uint64_t>*>(table) : nullptr;
+  chunks_ = table_ ? chunks : 0;
 }
 
 void ChunkIndex::publish(uint64_t va, uint64_t size, const ChunkEntry& e) {

@@ -9,7 +9,9 @@
 // give the exact error. Writers publish and clear entries while they hold the lock of the region
 // they change, so entries of one chunk never race with each other.
 //
-// The table is sparse: zero pages until a chunk is first published (8 bytes per 2 MiB mapped).
+// The table is sparse: zero pages until a chunk is first published (8 bytes per 2 MiB mapped). It
+// comes from the backend (allocate_table: huge pages where possible, so that a random lookup in a
+// table of a million entries costs a cache miss but no TLB miss).
 #pragma once
 
 #include <atomic>
@@ -29,14 +31,12 @@ struct ChunkEntry {
 
 class ChunkIndex {
  public:
-  ChunkIndex() = default;
-  ~ChunkIndex();
-  ChunkIndex(const ChunkIndex&) = delete;
-  ChunkIndex& operator=(const ChunkIndex&) = delete;
-
-  // Covers [base, base+size) (the device window); before this every lookup is empty.
-  // false when the table could not be allocated (lookups then always go to the trees).
-  bool reset(uint64_t base, uint64_t size);
+  // Chunks of one table: the window's size in chunks.
+  static uint64_t chunks_for(uint64_t size);
+  // Covers [base, base+size) (the device window) with `table` (chunks_for(size) zeroed words,
+  // never freed); before this, or with a null table, every lookup is empty and callers use the
+  // trees. Only while nothing is published.
+  void attach(uint64_t base, uint64_t size, void* table);
 
   // Every chunk that lies wholly inside [va, va+size) gets `e` (its range fields describe the
   // whole range). Entries that cannot be encoded (a device id or range too large) stay empty.

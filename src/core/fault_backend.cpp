@@ -199,6 +199,10 @@ class FaultInjectingBackend final : public drv::Backend {
   int numa_node_count() override { return inner_->numa_node_count(); }
   int current_numa_node() override { return inner_->current_numa_node(); }
   size_t host_page_size() override { return inner_->host_page_size(); }
+  void* allocate_table(uint64_t bytes) override {
+    if (injected("drv.allocate_table")) return nullptr;
+    return inner_->allocate_table(bytes);
+  }
 
  private:
   // Every piece of physical memory the core gets is wrapped too: its steps can fail as well.
