@@ -3,22 +3,17 @@
 #include <setjmp.h>
 #include <signal.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstring>
-#include <atomic>
 #include <mutex>
+
+#include "drivers/emu/sanitizers.h"
 
 namespace aclvmm::drv::emu {
 namespace {
 
-#if defined(__SANITIZE_ADDRESS__)
-#define ACLVMM_GUARD_DISABLED 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || __has_feature(memory_sanitizer)
-#define ACLVMM_GUARD_DISABLED 1
-#endif
-#endif
-#if defined(__SANITIZE_THREAD__)
+#if defined(ACLVMM_ASAN) || defined(ACLVMM_TSAN)
 #define ACLVMM_GUARD_DISABLED 1
 #endif
 
@@ -89,12 +84,12 @@ bool guard_available() {
 }
 
 int guarded_copy(void* dst, const void* src, size_t n) {
-  Guard& g = t_guard;
-  // Without saving the signal mask: SA_NODEFER keeps it unchanged through the handler.
-  if (sigsetjmp(g.env, 0) != 0) return -EFAULT;
-  g.active = 1;
+  // Without saving the signal mask: SA_NODEFER keeps it unchanged through the handler. Nothing
+  // local lives across the jump (t_guard is reached afresh), so nothing can be clobbered.
+  if (sigsetjmp(t_guard.env, 0) != 0) return -EFAULT;
+  t_guard.active = 1;
   std::memmove(dst, src, n);
-  g.active = 0;
+  t_guard.active = 0;
   return 0;
 }
 
