@@ -41,8 +41,8 @@ std::vector<Row> target_rows() {
                   {n("Acl_MemGetAddressRange", 1000000)}, {n("Acl_MemGetAddressRange", 1000)}, 2.0});
   rows.push_back({"  std::map lookup 1M vs 1k (reference)", Check::kInfo,
                   {n("Raw_MapLookup", 1000000)}, {n("Raw_MapLookup", 1000)}, 0});
-  rows.push_back({"  one random load 1M vs 1k (the memory bound)", Check::kInfo,
-                  {n("Raw_RandomLoad", 1000000)}, {n("Raw_RandomLoad", 1000)}, 0});
+  rows.push_back({"  one dependent load, 1M vs 1k words (latency)", Check::kInfo,
+                  {n("Raw_DependentLoad", 1000000)}, {n("Raw_DependentLoad", 1000)}, 0});
   const char* kinds[] = {"", "H2D", "D2H", "D2D"};
   for (long size : {k4K, k2M, k64M}) {
     for (int kind = 1; kind <= 3; ++kind) {
