@@ -54,15 +54,21 @@ MappedSet& mapped_set(size_t n) {
   return s;
 }
 
+// The set of n mappings, or nullptr with the benchmark marked skipped.
+MappedSet* set_or_skip(benchmark::State& state, size_t n) {
+  MappedSet& s = mapped_set(n);
+  if (s.ok) return &s;
+  state.SkipWithError("could not build the mappings");
+  return nullptr;
+}
+
 // An address inside a random mapping of `s`, away from its start.
 inline char* pick(const MappedSet& s, XorShift& rng) { return s.base + (rng.next() % s.n) * k2M + 4096; }
 
 void Raw_MapLookup(benchmark::State& state) {
-  MappedSet& s = mapped_set(static_cast<size_t>(state.range(0)));
-  if (!s.ok) {
-    state.SkipWithError("setup");
-    return;
-  }
+  MappedSet* set = set_or_skip(state, static_cast<size_t>(state.range(0)));
+  if (!set) return;
+  MappedSet& s = *set;
   XorShift rng;
   for (auto _ : state) {
     const uint64_t a = reinterpret_cast<uint64_t>(pick(s, rng));
@@ -106,11 +112,9 @@ void Raw_DependentLoad(benchmark::State& state) {
 BENCHMARK(Raw_DependentLoad)->Arg(1000)->Arg(100000)->Arg(1000000);
 
 void Acl_PointerGetAttributes(benchmark::State& state) {
-  MappedSet& s = mapped_set(static_cast<size_t>(state.range(0)));
-  if (!s.ok) {
-    state.SkipWithError("setup");
-    return;
-  }
+  MappedSet* set = set_or_skip(state, static_cast<size_t>(state.range(0)));
+  if (!set) return;
+  MappedSet& s = *set;
   XorShift rng;
   aclrtPtrAttributes attr;
   for (auto _ : state) {
@@ -124,11 +128,9 @@ void Acl_PointerGetAttributes(benchmark::State& state) {
 BENCHMARK(Acl_PointerGetAttributes)->Arg(1000)->Arg(100000)->Arg(1000000);
 
 void Acl_MemGetAddressRange(benchmark::State& state) {
-  MappedSet& s = mapped_set(static_cast<size_t>(state.range(0)));
-  if (!s.ok) {
-    state.SkipWithError("setup");
-    return;
-  }
+  MappedSet* set = set_or_skip(state, static_cast<size_t>(state.range(0)));
+  if (!set) return;
+  MappedSet& s = *set;
   XorShift rng;
   void* base = nullptr;
   size_t size = 0;
@@ -144,11 +146,9 @@ BENCHMARK(Acl_MemGetAddressRange)->Arg(1000)->Arg(100000)->Arg(1000000);
 
 // Read scaling: every thread queries the same 1 000 mappings.
 void Acl_PointerGetAttributesThreads(benchmark::State& state) {
-  MappedSet& s = mapped_set(1000);
-  if (!s.ok) {
-    state.SkipWithError("setup");
-    return;
-  }
+  MappedSet* set = set_or_skip(state, 1000);
+  if (!set) return;
+  MappedSet& s = *set;
   XorShift rng;
   rng.s += static_cast<uint64_t>(state.thread_index()) * 7919;
   aclrtPtrAttributes attr;
@@ -160,11 +160,9 @@ BENCHMARK(Acl_PointerGetAttributesThreads)->Threads(1)->Threads(2)->UseRealTime(
 // The same read scaling for a plain std::map nobody writes: what two cores of this machine give
 // perfectly parallel readers.
 void Raw_MapLookupThreads(benchmark::State& state) {
-  MappedSet& s = mapped_set(1000);
-  if (!s.ok) {
-    state.SkipWithError("setup");
-    return;
-  }
+  MappedSet* set = set_or_skip(state, 1000);
+  if (!set) return;
+  MappedSet& s = *set;
   XorShift rng;
   rng.s += static_cast<uint64_t>(state.thread_index()) * 7919;
   for (auto _ : state) {

@@ -80,7 +80,10 @@ void Raw_MapUnmap(benchmark::State& state) {
   munmap(region, window);
   close(fd);
 }
+// Also from 1, 2 and 4 threads at once, each with its own placeholder and memfd: how the kernel
+// scales mappings of one process (it serialises them on the process's mmap lock).
 BENCHMARK(Raw_MapUnmap)->Arg(k2M)->Arg(k1G);
+BENCHMARK(Raw_MapUnmap)->Arg(k2M)->Threads(1)->Threads(2)->Threads(4)->UseRealTime();
 
 // range(0): 0 maps device memory (no CPU view: only the emulated page tables change), 1 maps
 // host memory (the CPU sees it: one mmap each way).
@@ -104,6 +107,9 @@ void Acl_MapUnmap(benchmark::State& state) {
   aclrtFreePhysical(h);
 }
 BENCHMARK(Acl_MapUnmap)->Arg(0)->Arg(1);
+// Scaling: each thread maps and unmaps on its own reservation and handle. The library must add no
+// serialisation of its own, so its scaling is compared with the raw calls' scaling above.
+BENCHMARK(Acl_MapUnmap)->Arg(0)->Arg(1)->Threads(1)->Threads(2)->Threads(4)->UseRealTime();
 
 double heap_bytes() {
   struct mallinfo2 mi = mallinfo2();
