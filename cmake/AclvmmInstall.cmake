@@ -2,6 +2,7 @@
 #
 #   <root>/set_env.sh                      sourced by users and CI (scripts/set_env.sh.in)
 #   <root>/bin/setenv.bash                 the legacy env-script name, sources ../set_env.sh
+#   <root>/bin/aclvmm-smi                  the device monitor (docs/smi.md)
 #   <root>/include/acl/..., include/aclvmm/aclvmm.h
 #   <root>/lib64/libascendcl.so            the library (SONAME libascendcl.so)
 #   <root>/lib64/libacl_rt.so              symlink to it: one library, one runtime state
@@ -26,6 +27,8 @@ install(TARGETS ascendcl EXPORT aclvmmTargets
 install(FILES ${CMAKE_CURRENT_BINARY_DIR}/libacl_rt.so DESTINATION ${ACLVMM_LIBDIR})
 install(DIRECTORY include/acl include/aclvmm DESTINATION include)
 install(DIRECTORY DESTINATION bin)
+# The device monitor (docs/smi.md): <root>/bin/aclvmm-smi, on PATH after sourcing set_env.sh.
+install(TARGETS aclvmm-smi RUNTIME DESTINATION bin)
 
 # CMake package.
 install(EXPORT aclvmmTargets NAMESPACE aclvmm:: DESTINATION ${ACLVMM_CMAKEDIR})

@@ -9,6 +9,7 @@
 // vendor's errno -> error-code table (behavior.md section 0) without the driver knowing it.
 #pragma once
 
+#include <cerrno>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -119,6 +120,32 @@ class ShareTransport {
   virtual uint32_t random_u32() = 0;
 };
 
+// The process that owns a statistics segment, as the kernel reports it.
+struct StatsOwner {
+  int pid = 0;
+  unsigned uid = 0;
+  uint64_t start_time = 0;   // /proc/<pid>/stat starttime (ShareTransport::process_start_time)
+  std::string name;          // comm, at most 15 bytes
+  uint64_t pid_namespace = 0;  // inode of /proc/self/ns/pid: pids mean something only within it
+};
+
+// A small file in shared memory through which a process publishes statistics for monitors
+// (aclvmm-smi, docs/smi.md). It is created under a temporary name and zero-filled; the caller
+// fills it and publish() renames it to its final name, so a reader never sees half a header.
+// The mapping lives as long as this object, whatever happened to the name.
+class StatsSegment {
+ public:
+  virtual ~StatsSegment() = default;  // unmaps; never removes the name
+  virtual void* data() = 0;           // size() bytes, shared and writable
+  virtual size_t size() const = 0;
+  virtual const StatsOwner& owner() const = 0;
+  virtual const std::string& path() const = 0;  // the final name
+  virtual int publish() = 0;
+  // Removes the final name. Only in the creating process: a forked child that exits must not
+  // take its parent's segment away.
+  virtual void withdraw() = 0;
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -153,6 +180,14 @@ class Backend {
   virtual ShareTransport& share_transport() = 0;
   // CPU fault tracking for managed memory.
   virtual FaultTracker& fault_tracker() = 0;
+
+  // A statistics segment named <dir>/<prefix>.<uid>.<pid>; -errno (-ENOENT: no such dir).
+  // Optional: a backend without one is simply not shown by monitors.
+  virtual int create_stats_segment(const std::string& dir, const std::string& prefix, size_t size,
+                                   std::shared_ptr<StatsSegment>* out) {
+    (void)dir, (void)prefix, (void)size, (void)out;
+    return -EOPNOTSUPP;
+  }
 
   // Host facts.
   virtual uint64_t host_memory_total() = 0;

@@ -8,6 +8,7 @@
 #include "drivers/emu/host_copy.h"
 #include "drivers/emu/host_info.h"
 #include "drivers/emu/memfd_memory.h"
+#include "drivers/emu/stats_segment.h"
 #include "drivers/emu/util.h"
 
 namespace aclvmm::drv::emu {
@@ -30,6 +31,11 @@ int EmuBackend::create_physical(const PhysicalRequest& req, std::shared_ptr<Phys
 
 int EmuBackend::adopt_physical(int fd, uint64_t size, std::shared_ptr<PhysicalMemory>* out) {
   return MemfdMemory::adopt(fd, size, out);
+}
+
+int EmuBackend::create_stats_segment(const std::string& dir, const std::string& prefix,
+                                     size_t size, std::shared_ptr<StatsSegment>* out) {
+  return ShmStatsSegment::create(dir, prefix, size, out);
 }
 
 int EmuBackend::map_cpu(uint64_t va, uint64_t size, PhysicalMemory& mem, uint64_t offset,

@@ -33,6 +33,9 @@ class EmuBackend final : public Backend {
   ShareTransport& share_transport() override { return share_transport_; }
   FaultTracker& fault_tracker() override { return fault_tracker_; }
 
+  int create_stats_segment(const std::string& dir, const std::string& prefix, size_t size,
+                           std::shared_ptr<StatsSegment>* out) override;
+
   uint64_t host_memory_total() override;
   uint64_t host_memory_free() override;
   int numa_node_count() override;

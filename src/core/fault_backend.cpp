@@ -194,6 +194,12 @@ class FaultInjectingBackend final : public drv::Backend {
   drv::ShareTransport& share_transport() override { return transport_; }
   drv::FaultTracker& fault_tracker() override { return tracker_; }
 
+  int create_stats_segment(const std::string& dir, const std::string& prefix, size_t size,
+                           std::shared_ptr<drv::StatsSegment>* out) override {
+    if (int e = injected("drv.stats_segment")) return e;
+    return inner_->create_stats_segment(dir, prefix, size, out);
+  }
+
   uint64_t host_memory_total() override { return inner_->host_memory_total(); }
   uint64_t host_memory_free() override { return inner_->host_memory_free(); }
   int numa_node_count() override { return inner_->numa_node_count(); }

@@ -34,6 +34,7 @@
 //   drv.uffd_resolve_read_only, drv.uffd_protect_writes, drv.uffd_allow_writes
 //                         READ_MOSTLY read copies and their write tracking
 //   drv.uffd_next_fault   the fault thread waiting for CPU faults
+//   drv.stats_segment     the statistics segment for aclvmm-smi, at the first runtime start
 //
 // A failed step has no effect, except where the emu backend's real failure has one the core must
 // cope with: a failed drv.map_cpu leaves the placeholder (a failed MAP_FIXED mmap may already have

@@ -15,25 +15,39 @@ enum class Side : uint32_t { kDevice = 0, kHost = 1, kHostNuma = 2 };
 enum PageType : uint32_t { kNormalPage = 0, kHugePage = 1, kHuge1GPage = 2 };
 enum MemType : uint32_t { kHbm = 0, kDdr = 1, kP2PHbm = 2, kP2PDdr = 3 };
 
+// A copy of a pool's usage that monitors read (core/smi_publisher.h): a counter in shared memory
+// that `keep` keeps mapped for as long as the pool exists. Empty: nobody watches.
+struct UsageMirror {
+  std::shared_ptr<void> keep;
+  std::atomic<uint64_t>* used = nullptr;
+};
+
 // Capacity of one memory pool (a device's HBM); charges are returned when the last holder of the
 // memory goes, even if that is after the device table was rebuilt.
 class MemoryPool {
  public:
-  explicit MemoryPool(uint64_t total) : total_(total) {}
+  explicit MemoryPool(uint64_t total, UsageMirror mirror = {})
+      : total_(total), mirror_(std::move(mirror)) {}
   bool charge(uint64_t bytes) {
     uint64_t cur = used_.load(std::memory_order_relaxed);
     do {
       if (bytes > total_ - cur) return false;
     } while (!used_.compare_exchange_weak(cur, cur + bytes, std::memory_order_relaxed));
+    // An add rather than a store of cur + bytes: concurrent charges may finish out of order.
+    if (mirror_.used) mirror_.used->fetch_add(bytes, std::memory_order_relaxed);
     return true;
   }
-  void uncharge(uint64_t bytes) { used_.fetch_sub(bytes, std::memory_order_relaxed); }
+  void uncharge(uint64_t bytes) {
+    used_.fetch_sub(bytes, std::memory_order_relaxed);
+    if (mirror_.used) mirror_.used->fetch_sub(bytes, std::memory_order_relaxed);
+  }
   uint64_t total() const { return total_; }
   uint64_t used() const { return used_.load(std::memory_order_relaxed); }
 
  private:
   const uint64_t total_;
   std::atomic<uint64_t> used_{0};
+  const UsageMirror mirror_;
 };
 
 // A charge held for as long as the memory exists.

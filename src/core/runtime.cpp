@@ -8,6 +8,7 @@
 #include "core/faults.h"
 #include "core/json_check.h"
 #include "core/log.h"
+#include "core/smi_publisher.h"
 #include "core/stats.h"
 #include "core/trace.h"
 
@@ -26,6 +27,7 @@ void at_exit() {
   Runtime& rt = Runtime::get();
   write_stats_file_at_exit();
   rt.teardown("process exit without aclFinalize");
+  SmiPublisher::get().remove();
 }
 
 }  // namespace
@@ -64,12 +66,14 @@ Status Runtime::start_locked() {
   config_ = std::move(*cfg);
   space_.set_host_access_open(config_.host_access_open);
   devices_.assign(config_.device_count, Device{});
+  // Best effort: without a segment the pools simply have no mirror.
+  std::vector<UsageMirror> mirrors = SmiPublisher::get().publish(*backend_, config_);
   {
     std::lock_guard<std::mutex> pools_lock(pools_mu_);
     pools_.clear();
-    for (Device& d : devices_) {
-      d.pool = std::make_shared<MemoryPool>(config_.device_memory);
-      pools_.push_back(d.pool);
+    for (size_t i = 0; i < devices_.size(); ++i) {
+      devices_[i].pool = std::make_shared<MemoryPool>(config_.device_memory, std::move(mirrors[i]));
+      pools_.push_back(devices_[i].pool);
     }
     host_pool_ = std::make_shared<MemoryPool>(backend_->host_memory_total());
   }
@@ -175,6 +179,7 @@ void Runtime::teardown(const char* why) {
     std::lock_guard<std::mutex> pools_lock(pools_mu_);
     pools_.clear();
   }
+  SmiPublisher::get().deactivate();
   svm_ready_.store(false);
   init_refs_ = 0;
   init_config_.clear();

@@ -1,0 +1,96 @@
+#include "snapshot.h"
+
+#include <algorithm>
+#include <cstring>
+#include <memory>
+
+#include "core/smi_layout.h"
+#include "drivers/emu/stats_segment.h"
+
+namespace aclvmm::smi_tool {
+namespace {
+
+std::string text_field(const char* p, size_t cap) { return std::string(p, strnlen(p, cap)); }
+
+// A segment this version understands, written by the process its name says.
+const smi::Segment* parse(const drv::emu::StatsView& view, const drv::emu::StatsFile& file) {
+  if (view.size() < sizeof(smi::Segment)) return nullptr;
+  const auto* s = static_cast<const smi::Segment*>(view.data());
+  if (s->magic != smi::kMagic || s->version != smi::kVersion || s->size != sizeof(smi::Segment)) {
+    return nullptr;
+  }
+  if (s->pid != file.pid || s->uid != file.uid) return nullptr;
+  if (s->device_count < 0 || s->device_count > smi::kMaxDevices) return nullptr;
+  return s;
+}
+
+// The owner is alive when its pid exists with the recorded start time (0: unknown at creation,
+// then only the pid can be checked).
+bool owner_alive(const smi::Segment& s) {
+  const uint64_t now = drv::emu::process_start_time(s.pid);
+  if (now == 0) return false;
+  return s.start_time == 0 || now == s.start_time;
+}
+
+void summarise(Snapshot* snap) {
+  for (const ProcessInfo& p : snap->processes) {
+    for (const DeviceUsage& d : p.devices) {
+      if (d.id >= static_cast<int>(snap->devices.size())) snap->devices.resize(d.id + 1);
+      DeviceSummary& sum = snap->devices[d.id];
+      sum.id = d.id;
+      if (sum.soc.empty()) {
+        sum.soc = p.soc;
+      } else if (sum.soc != p.soc) {
+        sum.soc = "mixed";
+      }
+      sum.total = std::max(sum.total, d.total);
+      sum.used += d.used;
+      if (d.used != 0) ++sum.processes;
+    }
+  }
+}
+
+}  // namespace
+
+int take_snapshot(const std::string& dir, bool remove_stale, Snapshot* out) {
+  out->dir = dir;
+  std::vector<drv::emu::StatsFile> files;
+  if (int rc = drv::emu::list_stats_segments(dir, smi::kPrefix, &files)) return rc;
+  const uint64_t own_ns = drv::emu::own_pid_namespace();
+  for (const drv::emu::StatsFile& f : files) {
+    std::unique_ptr<drv::emu::StatsView> view;
+    if (drv::emu::StatsView::open(f.path, &view) != 0) continue;  // withdrawn meanwhile
+    const smi::Segment* s = parse(*view, f);
+    if (s == nullptr) continue;  // another version's, or not a segment at all: not ours to judge
+    // A process in another pid namespace (a container sharing /dev/shm): its pid cannot be
+    // checked from here, so it is neither listed nor judged stale.
+    if (s->pid_namespace != 0 && own_ns != 0 && s->pid_namespace != own_ns) continue;
+    if (!owner_alive(*s)) {
+      StaleSegment stale{f.pid, f.path, false};
+      if (remove_stale) stale.removed = drv::emu::remove_stats_segment(*view) == 0;
+      out->stale.push_back(stale);
+      continue;
+    }
+    // After aclFinalize the process lives on without aclvmm; the file goes when it exits.
+    if (s->active.load(std::memory_order_acquire) == 0) continue;
+    ProcessInfo p;
+    p.pid = s->pid;
+    p.uid = s->uid;
+    p.start_time = s->start_time;
+    p.name = text_field(s->name, sizeof(s->name));
+    p.soc = text_field(s->soc, sizeof(s->soc));
+    for (int i = 0; i < s->device_count; ++i) {
+      // Relaxed loads: each counter is exact on its own; they are not a consistent set.
+      p.devices.push_back({i, s->devices[i].total, s->devices[i].used.load(std::memory_order_relaxed)});
+    }
+    out->processes.push_back(std::move(p));
+  }
+  std::sort(out->processes.begin(), out->processes.end(),
+            [](const ProcessInfo& a, const ProcessInfo& b) { return a.pid < b.pid; });
+  std::sort(out->stale.begin(), out->stale.end(),
+            [](const StaleSegment& a, const StaleSegment& b) { return a.pid < b.pid; });
+  summarise(out);
+  return 0;
+}
+
+}  // namespace aclvmm::smi_tool
