@@ -27,6 +27,12 @@ JOBS="${ACLVMM_JOBS:-$(nproc 2>/dev/null || echo 2)}"
 
 bash "$REPO/scripts/setup.sh"
 
+# Test children killed on purpose would leave their aclvmm-smi statistics files in /dev/shm for
+# every user's monitor to clean up: every stage's processes publish into the build tree instead
+# (the smi tests still give each test a directory of its own).
+export ACLVMM_SMI_DIR="${ACLVMM_SMI_DIR:-$REPO/build/smi-segments}"
+mkdir -p "$ACLVMM_SMI_DIR"
+
 TOTAL_PASSED=0
 TOTAL_FAILED=0
 ANY_FAILED=0
