@@ -31,14 +31,19 @@ inline constexpr uint64_t kTiB = 1ull << 40;
 inline constexpr uint64_t kChunk = 2 * kMiB;  // the device's mapping granule
 
 // Access flags of one mapping for every location: ACL values 0 (none), 1 (read), 3 (read-write).
+// One bit per device: the runtime has at most kMaxDevices; an id outside the masks has no access
+// and cannot be granted any (a shift by 64 or more would be undefined).
 struct AccessRights {
+  static constexpr int kMaxDevices = 64;
   uint8_t host = 0;
   uint64_t dev_read = 0;
   uint64_t dev_write = 0;
   int device(int d) const {
+    if (d < 0 || d >= kMaxDevices) return 0;
     return ((dev_read >> d) & 1) ? (((dev_write >> d) & 1) ? 3 : 1) : 0;
   }
   void set_device(int d, int flags) {
+    if (d < 0 || d >= kMaxDevices) return;
     uint64_t bit = 1ull << d;
     dev_read = (flags & 1) ? (dev_read | bit) : (dev_read & ~bit);
     dev_write = (flags == 3) ? (dev_write | bit) : (dev_write & ~bit);
