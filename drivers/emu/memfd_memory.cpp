@@ -44,6 +44,10 @@ void raise_fd_limit_once() {
 
 constexpr uint64_t kMaxFileSize = static_cast<uint64_t>(std::numeric_limits<off_t>::max());
 
+// Below this a read goes straight to pread: the view's fixed cost (mincore, then the guard's
+// handler check) is ~1 us, which pread's slower copy only makes up for from ~32 KiB on.
+constexpr size_t kViewMinRead = 32 << 10;
+
 }  // namespace
 
 int MemfdMemory::wrap(int fd, uint64_t size, std::shared_ptr<PhysicalMemory>* out) {
@@ -150,16 +154,23 @@ bool MemfdMemory::dense(const uint8_t* view, uint64_t offset, size_t n) const {
 int MemfdMemory::copy_to(uint64_t offset, PhysicalMemory& dst, uint64_t dst_offset,
                          size_t n) const {
   if (int rc = check_range(offset, n)) return rc;
-  uint8_t* v = view();
+  uint8_t* v = n >= kViewMinRead ? view() : nullptr;
   if (v && dense(v, offset, n)) return dst.write(dst_offset, v + offset, n);
-  // No view: through a bounce buffer, one pread and one write per piece.
-  constexpr size_t kPiece = 1 << 20;
-  std::unique_ptr<uint8_t[]> buf(new (std::nothrow) uint8_t[std::min<size_t>(n, kPiece)]);
-  if (!buf) return -ENOMEM;
+  // Small, sparse or no view: through a bounce buffer, one pread and one write per piece.
+  uint8_t small[kViewMinRead];
+  std::unique_ptr<uint8_t[]> large;
+  uint8_t* buf = small;
+  size_t piece = sizeof small;
+  if (n > piece) {
+    piece = 1 << 20;
+    large.reset(new (std::nothrow) uint8_t[std::min<size_t>(n, piece)]);
+    if (!large) return -ENOMEM;
+    buf = large.get();
+  }
   for (size_t done = 0; done < n;) {
-    const size_t len = std::min(n - done, kPiece);
-    if (int rc = read(offset + done, buf.get(), len)) return rc;
-    if (int rc = dst.write(dst_offset + done, buf.get(), len)) return rc;
+    const size_t len = std::min(n - done, piece);
+    if (int rc = read(offset + done, buf, len)) return rc;
+    if (int rc = dst.write(dst_offset + done, buf, len)) return rc;
     done += len;
   }
   return 0;
@@ -174,7 +185,7 @@ int MemfdMemory::check_range(uint64_t offset, size_t n) const {
 // checked, so a bad host buffer becomes EFAULT instead of a fault in this process.
 int MemfdMemory::read(uint64_t offset, void* dst, size_t n) const {
   if (int rc = check_range(offset, n)) return rc;
-  uint8_t* v = view();
+  uint8_t* v = n >= kViewMinRead ? view() : nullptr;
   if (v && dense(v, offset, n)) return host_copy(dst, v + offset, n);
   auto* p = static_cast<uint8_t*>(dst);
   while (n > 0) {
