@@ -9,6 +9,7 @@
 // claim_window (as under a sanitizer), so addresses are compared as offsets into their window.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <sstream>
@@ -21,6 +22,7 @@
 #include "core/faults.h"
 #include "core/physical.h"
 #include "drivers/driver.h"
+#include "window_releasing_backend.h"
 
 namespace aclvmm {
 namespace {
@@ -28,69 +30,25 @@ namespace {
 constexpr uint64_t kSvmSize = 8 * kTiB;  // the device window (the index covers it)
 constexpr uint64_t kHostSize = 1 * kTiB; // the host-pinned window
 
-// The emu backend with the table allocation switched on or off, remembering the table and the
-// windows it handed out (given back at destruction: AddressSpace never releases them).
-class TableSwitchBackend final : public drv::Backend {
+// The emu backend with the table allocation switched on or off, remembering the table (the
+// windows it hands out are given back at destruction, see WindowReleasingBackend).
+class TableSwitchBackend final : public WindowReleasingBackend {
  public:
-  explicit TableSwitchBackend(bool give_table)
-      : real_(drv::create_backend("emu")), give_table_(give_table) {}
-  ~TableSwitchBackend() override {
-    for (auto& [base, size] : windows_) real_->release_window(base, size);
-  }
-  bool ok() const { return real_ != nullptr; }
-  // The window of `size` bytes claimed through this backend (0 if none).
-  uint64_t window(uint64_t size) const {
-    for (auto& [base, s] : windows_) {
-      if (s == size) return base;
-    }
-    return 0;
-  }
+  explicit TableSwitchBackend(bool give_table) : give_table_(give_table) {}
   const std::atomic<uint64_t>* table() const { return table_; }
+  int table_requests() const { return table_requests_; }
 
   void* allocate_table(uint64_t bytes) override {
     ++table_requests_;
     if (!give_table_) return nullptr;
-    table_ = static_cast<std::atomic<uint64_t>*>(real_->allocate_table(bytes));
+    table_ = static_cast<std::atomic<uint64_t>*>(WindowReleasingBackend::allocate_table(bytes));
     return table_;
   }
-  int table_requests() const { return table_requests_; }
-
-  const char* name() const override { return real_->name(); }
-  int claim_window(uint64_t preferred, uint64_t size, uint64_t align, uint64_t* base) override {
-    const int rc = real_->claim_window(preferred, size, align, base);
-    if (rc == 0) windows_.emplace_back(*base, size);
-    return rc;
-  }
-  int claim_fixed(uint64_t a, uint64_t size) override { return real_->claim_fixed(a, size); }
-  int release_window(uint64_t b, uint64_t size) override { return real_->release_window(b, size); }
-  int create_physical(const drv::PhysicalRequest& r, std::shared_ptr<drv::PhysicalMemory>* out) override {
-    return real_->create_physical(r, out);
-  }
-  int adopt_physical(int fd, uint64_t size, std::shared_ptr<drv::PhysicalMemory>* out) override {
-    return real_->adopt_physical(fd, size, out);
-  }
-  int map_cpu(uint64_t va, uint64_t size, drv::PhysicalMemory& m, uint64_t off,
-              drv::CpuAccess a) override {
-    return real_->map_cpu(va, size, m, off, a);
-  }
-  int unmap_cpu(uint64_t va, uint64_t size) override { return real_->unmap_cpu(va, size); }
-  int bind_numa(uint64_t va, uint64_t size, int n) override { return real_->bind_numa(va, size, n); }
-  int host_copy(void* d, const void* s, size_t n) override { return real_->host_copy(d, s, n); }
-  int host_fill(void* d, uint8_t v, size_t n) override { return real_->host_fill(d, v, n); }
-  drv::ShareTransport& share_transport() override { return real_->share_transport(); }
-  drv::FaultTracker& fault_tracker() override { return real_->fault_tracker(); }
-  uint64_t host_memory_total() override { return real_->host_memory_total(); }
-  uint64_t host_memory_free() override { return real_->host_memory_free(); }
-  int numa_node_count() override { return real_->numa_node_count(); }
-  int current_numa_node() override { return real_->current_numa_node(); }
-  size_t host_page_size() override { return real_->host_page_size(); }
 
  private:
-  std::unique_ptr<drv::Backend> real_;
   const bool give_table_;
   std::atomic<uint64_t>* table_ = nullptr;
   int table_requests_ = 0;
-  std::vector<std::pair<uint64_t, uint64_t>> windows_;
 };
 
 // One address space with its backend (`probe` is the TableSwitchBackend inside, possibly wrapped

@@ -20,6 +20,7 @@
 #include "core/physical.h"
 #include "core/status.h"
 #include "drivers/driver.h"
+#include "window_releasing_backend.h"
 
 namespace aclvmm {
 namespace {
@@ -32,64 +33,6 @@ constexpr int kDrvError = 507899;       // ACL_ERROR_RT_DRV_INTERNAL_ERROR
 
 uint8_t* ptr(uint64_t v) { return reinterpret_cast<uint8_t*>(static_cast<uintptr_t>(v)); }
 uint64_t addr(const void* p) { return static_cast<uint64_t>(reinterpret_cast<uintptr_t>(p)); }
-
-// The real emu backend, plus bookkeeping of the windows claimed through it so that each test can
-// give its windows back: an AddressSpace claims 12 TiB of address space and never releases it,
-// which would exhaust the process's address space after a few fresh AddressSpace objects.
-class WindowReleasingBackend final : public drv::Backend {
- public:
-  WindowReleasingBackend() : real_(drv::create_backend("emu")) {}
-  ~WindowReleasingBackend() override {
-    for (auto& [base, size] : windows_) real_->release_window(base, size);
-  }
-  bool ok() const { return real_ != nullptr; }
-  size_t windows_claimed() const { return windows_.size(); }
-  const std::vector<std::pair<uint64_t, uint64_t>>& windows() const { return windows_; }
-  drv::Backend* real() { return real_.get(); }
-
-  const char* name() const override { return real_->name(); }
-  int claim_window(uint64_t preferred, uint64_t size, uint64_t align, uint64_t* base) override {
-    int rc = real_->claim_window(preferred, size, align, base);
-    if (rc == 0) windows_.emplace_back(*base, size);
-    return rc;
-  }
-  int claim_fixed(uint64_t a, uint64_t size) override { return real_->claim_fixed(a, size); }
-  int release_window(uint64_t base, uint64_t size) override {
-    return real_->release_window(base, size);
-  }
-  int create_physical(const drv::PhysicalRequest& req,
-                      std::shared_ptr<drv::PhysicalMemory>* out) override {
-    return real_->create_physical(req, out);
-  }
-  int adopt_physical(int fd, uint64_t size, std::shared_ptr<drv::PhysicalMemory>* out) override {
-    return real_->adopt_physical(fd, size, out);
-  }
-  int map_cpu(uint64_t va, uint64_t size, drv::PhysicalMemory& mem, uint64_t offset,
-              drv::CpuAccess access) override {
-    return real_->map_cpu(va, size, mem, offset, access);
-  }
-  int unmap_cpu(uint64_t va, uint64_t size) override { return real_->unmap_cpu(va, size); }
-  drv::ShareTransport& share_transport() override { return real_->share_transport(); }
-  drv::FaultTracker& fault_tracker() override { return real_->fault_tracker(); }
-  int current_numa_node() override { return real_->current_numa_node(); }
-  int bind_numa(uint64_t va, uint64_t size, int node) override {
-    return real_->bind_numa(va, size, node);
-  }
-  int host_copy(void* dst, const void* src, size_t n) override {
-    return real_->host_copy(dst, src, n);
-  }
-  int host_fill(void* dst, uint8_t value, size_t n) override {
-    return real_->host_fill(dst, value, n);
-  }
-  uint64_t host_memory_total() override { return real_->host_memory_total(); }
-  uint64_t host_memory_free() override { return real_->host_memory_free(); }
-  int numa_node_count() override { return real_->numa_node_count(); }
-  size_t host_page_size() override { return real_->host_page_size(); }
-
- private:
-  std::unique_ptr<drv::Backend> real_;
-  std::vector<std::pair<uint64_t, uint64_t>> windows_;
-};
 
 // Sanitizers install their own SIGSEGV handler and turn a fault into an exit code; the raw system
 // call bypasses their sigaction interceptor so the child really dies of the signal.
