@@ -60,6 +60,20 @@ arch="$(uname -m)-linux"
     [ "$ROOT/$arch/lib64/libacl_rt.so" -ef "$ROOT/lib64/libascendcl.so" ] && ok "$arch/ mirrors the root" \
     || fail "$arch/{include,lib64} do not lead to the root's files"
 
+# docs/install.md describes what is installed: every top-level entry of the root has a row in its
+# layout table, and its "Not installed" paragraph names nothing that is.
+DOC="$HERE/../../docs/install.md"
+layout="$(sed -n '/^## Layout/,/^## [^L]/p' "$DOC" | grep '^|' || true)"
+for entry in "$ROOT"/*; do
+    name="$(basename "$entry")"
+    [ "$name" = "$arch" ] && name="<arch>-linux"
+    grep -qF "| \`$name" <<<"$layout" || fail "docs/install.md's layout table has no row for $name/"
+done
+not_installed="$(sed -n '/^Not installed:/,/^$/p' "$DOC" | tr '\n' ' ')"
+if [ -f "$ROOT/python/site-packages/acl.so" ] && grep -qi 'python' <<<"$not_installed"; then
+    fail "docs/install.md lists the Python binding as not installed, but python/site-packages/acl.so is"
+fi
+
 # --- set_env.sh -----------------------------------------------------------------------------
 vars='ASCEND_HOME_PATH ASCEND_TOOLKIT_HOME ASCEND_AICPU_PATH ASCEND_OPP_PATH TOOLCHAIN_HOME PATH
 LD_LIBRARY_PATH PYTHONPATH CMAKE_PREFIX_PATH PKG_CONFIG_PATH'
