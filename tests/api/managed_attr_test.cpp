@@ -1,11 +1,15 @@
 // Managed memory: aclrtMemManagedGetAttr / GetAttrs — exact int32 encodings over all 2 MiB pages
 // of the range, and the misuse rows (behavior.md §10).
+#include <numa.h>
+
+#include <cstdint>
 #include <cstring>
 #include <functional>
 #include <string>
 #include <vector>
 
 #include "api/managed_util.h"
+#include "api/test_env.h"
 
 namespace aclvmm_test {
 namespace {
@@ -78,10 +82,120 @@ TEST_F(ManagedAttrTest, PreferredLocationEncodings) {
   EXPECT_EQ(preferred(p, 4 * kMiB), (V{-1, ACL_MEM_LOCATIONTYPE_HOST, -2})) << "host on both";
   ASSERT_EQ(advise(p, k2M, ACL_MEM_ADVISE_SET_PREFERRED_LOCATION, mloc(ACL_MEM_LOCATIONTYPE_HOST_NUMA, 0)), kOk);
   EXPECT_EQ(preferred(p, k2M), (V{-1, ACL_MEM_LOCATIONTYPE_HOST_NUMA, 0})) << "host NUMA node 0";
-  EXPECT_EQ(preferred(p, 4 * kMiB), (V{-2, 0, -2})) << "host NUMA and host differ";
+  EXPECT_EQ(preferred(p, 4 * kMiB), (V{-1, 0, -2})) << "host NUMA and host: both the host, of two types";
   ASSERT_EQ(advise(p, 4 * kMiB, ACL_MEM_ADVISE_UNSET_PREFERRED_LOCATION, kHost), kOk);
   EXPECT_EQ(preferred(p, 4 * kMiB), (V{-2, 0, -2})) << "unset again";
   EXPECT_EQ(aclrtFree(p), kOk);
+}
+
+// The location attributes over two pages, for every kind of agreement between them
+// (behavior.md §10): LOCATION asks which processor (a device id, or −1 for the host whatever its
+// NUMA node), _TYPE asks for the common location type (0 INVALID if the types differ), _ID for the
+// common id within one type that has ids (DEVICE, HOST_NUMA), else −2. The same rows hold for the
+// preferred location (set by advice) and for the last prefetch location, read by GetAttr one at a
+// time and by GetAttrs all at once.
+struct LocationRow {
+  const char* name;
+  const aclrtMemManagedLocation* page0;  // nullptr: never set
+  const aclrtMemManagedLocation* page1;
+  V want;  // LOCATION, _TYPE, _ID over both pages
+  bool needs_two_numa_nodes = false;
+};
+
+const aclrtMemManagedLocation kDev2 = mloc(ACL_MEM_LOCATIONTYPE_DEVICE, 2);
+const aclrtMemManagedLocation kNuma0 = mloc(ACL_MEM_LOCATIONTYPE_HOST_NUMA, 0);
+const aclrtMemManagedLocation kNuma1 = mloc(ACL_MEM_LOCATIONTYPE_HOST_NUMA, 1);
+
+const LocationRow kLocationRows[] = {
+    {"never set", nullptr, nullptr, {-2, 0, -2}},
+    {"one page never set", &kDev0, nullptr, {-2, 0, -2}},
+    {"the same device", &kDev2, &kDev2, {2, ACL_MEM_LOCATIONTYPE_DEVICE, 2}},
+    {"devices differing in id", &kDev0, &kDev1, {-2, ACL_MEM_LOCATIONTYPE_DEVICE, -2}},
+    {"devices differing in id, other order", &kDev2, &kDev0, {-2, ACL_MEM_LOCATIONTYPE_DEVICE, -2}},
+    {"host and device", &kHost, &kDev1, {-2, 0, -2}},
+    {"device and host", &kDev0, &kHost, {-2, 0, -2}},
+    {"the host", &kHost, &kHost, {-1, ACL_MEM_LOCATIONTYPE_HOST, -2}},
+    {"host NUMA node 0", &kNuma0, &kNuma0, {-1, ACL_MEM_LOCATIONTYPE_HOST_NUMA, 0}},
+    {"host and host NUMA node 0", &kHost, &kNuma0, {-1, 0, -2}},
+    {"host NUMA node 0 and device", &kNuma0, &kDev0, {-2, 0, -2}},
+    {"host NUMA nodes differing", &kNuma0, &kNuma1, {-1, ACL_MEM_LOCATIONTYPE_HOST_NUMA, -2}, true},
+};
+
+class ManagedLocationAttrTest : public ManagedTest {
+ protected:
+  // Gives one 2 MiB page its preferred location (advice) or its last prefetch location.
+  void place(char* page, const aclrtMemManagedLocation& where, bool prefetch) {
+    if (prefetch) {
+      ASSERT_EQ(aclrtMemManagedPrefetchAsync(page, k2M, where, 0, nullptr), kOk);
+      ASSERT_EQ(aclrtSynchronizeStream(nullptr), kOk);
+    } else {
+      ASSERT_EQ(advise(page, k2M, ACL_MEM_ADVISE_SET_PREFERRED_LOCATION, where), kOk);
+    }
+  }
+  static std::vector<aclrtMemManagedRangeAttribute> family(bool prefetch) {
+    if (prefetch) {
+      return {ACL_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION, ACL_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION_TYPE,
+              ACL_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION_ID};
+    }
+    return {ACL_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION, ACL_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION_TYPE,
+            ACL_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION_ID};
+  }
+  // LOCATION, _TYPE, _ID by three GetAttr calls.
+  static V one_by_one(bool prefetch, const void* p, size_t size) {
+    V out;
+    for (auto a : family(prefetch)) out.push_back(attr1(a, p, size));
+    return out;
+  }
+  // LOCATION, _TYPE, _ID by one GetAttrs call.
+  static V all_at_once(bool prefetch, const void* p, size_t size) {
+    std::vector<aclrtMemManagedRangeAttribute> attrs = family(prefetch);
+    V out(3, 12345);
+    void* data[] = {&out[0], &out[1], &out[2]};
+    size_t sizes[] = {4, 4, 4};
+    EXPECT_EQ(aclrtMemManagedGetAttrs(attrs.data(), 3, p, size, data, sizes), kOk);
+    return out;
+  }
+  // Every row for one family of attributes; each row on a fresh allocation.
+  void run_rows(bool prefetch) {
+    const bool two_nodes = numa_available() >= 0 && numa_max_node() >= 1;
+    for (const LocationRow& r : kLocationRows) {
+      SCOPED_TRACE(std::string(prefetch ? "last prefetch: " : "preferred: ") + r.name);
+      if (r.needs_two_numa_nodes && !two_nodes) continue;  // node 1 is not a valid location here
+      char* p = managed(4 * kMiB);
+      ASSERT_NE(p, nullptr);
+      if (r.page0) place(p, *r.page0, prefetch);
+      if (r.page1) place(p + k2M, *r.page1, prefetch);
+      EXPECT_EQ(one_by_one(prefetch, p, 4 * kMiB), r.want);
+      EXPECT_EQ(all_at_once(prefetch, p, 4 * kMiB), r.want);
+      // A range of one page agrees with itself: the page's own location, whatever the other says.
+      EXPECT_EQ(one_by_one(prefetch, p + k2M, 1), all_at_once(prefetch, p + k2M, k2M));
+      // The other family was not touched.
+      EXPECT_EQ(one_by_one(!prefetch, p, 4 * kMiB), (V{-2, 0, -2}));
+      EXPECT_EQ(aclrtFree(p), kOk);
+    }
+  }
+};
+
+TEST_F(ManagedLocationAttrTest, PreferredLocationOverPagesThatAgreeOrDiffer) { run_rows(false); }
+TEST_F(ManagedLocationAttrTest, LastPrefetchLocationOverPagesThatAgreeOrDiffer) { run_rows(true); }
+
+// Device ids are reported as user ids: with ASCEND_RT_VISIBLE_DEVICES=2,5 user device 1 is
+// physical device 5, and two pages on user devices 0 and 1 still share the type DEVICE.
+TEST_F(ManagedLocationAttrTest, IdsAreUserIdsUnderVisibleDevices) {
+  ScopedEnvRuntime env("ASCEND_RT_VISIBLE_DEVICES", "2,5");
+  ASSERT_TRUE(env.ok());
+  for (bool prefetch : {false, true}) {
+    SCOPED_TRACE(prefetch ? "last prefetch" : "preferred");
+    char* p = managed(4 * kMiB);
+    ASSERT_NE(p, nullptr);
+    place(p, kDev1, prefetch);
+    place(p + k2M, kDev1, prefetch);
+    EXPECT_EQ(one_by_one(prefetch, p, 4 * kMiB), (V{1, ACL_MEM_LOCATIONTYPE_DEVICE, 1}));
+    place(p, kDev0, prefetch);
+    EXPECT_EQ(one_by_one(prefetch, p, 4 * kMiB), (V{-2, ACL_MEM_LOCATIONTYPE_DEVICE, -2}));
+    EXPECT_EQ(all_at_once(prefetch, p, k2M), (V{0, ACL_MEM_LOCATIONTYPE_DEVICE, 0}));
+    EXPECT_EQ(aclrtFree(p), kOk);
+  }
 }
 
 // ACCESSED_BY: the processors every page names, host (−1) first, then device ids ascending,
@@ -133,7 +247,7 @@ TEST_F(ManagedAttrTest, GetAttrsReturnsSeveralAttributesAtOnce) {
 
 // §10 aclrtMemManagedGetAttr: p/data NULL, size 0 → 100000; attribute ∉ [1,8] → 107000; p not in
 // the UVM window → 107000; dataSize not exactly 4 (ACCESSED_BY: not a multiple of 4) → 107000;
-// unallocated pages → 507899.
+// unallocated pages → 507899; more ACCESSED_BY slots than memory can hold → 207001.
 TEST_F(ManagedAttrTest, GetAttrMisuseTable) {
   char* p = managed(4 * kMiB);
   ASSERT_NE(p, nullptr);
@@ -162,6 +276,8 @@ TEST_F(ManagedAttrTest, GetAttrMisuseTable) {
       {"dataSize 16 (not a list)", ACL_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION_ID, p, k2M, buf, 16, kRtParam},
       {"ACCESSED_BY dataSize 3", acc, p, k2M, buf, 3, kRtParam},
       {"ACCESSED_BY dataSize 6", acc, p, k2M, buf, 6, kRtParam},
+      // More slots than a vector can hold: a code, not an exception through the C API.
+      {"ACCESSED_BY dataSize SIZE_MAX rounded to 4", acc, p, k2M, buf, SIZE_MAX & ~size_t{3}, kNoMemory},
       {"plain host memory", rm, n.plain, NotManaged::kPlainSize, buf, 4, kRtParam},
       {"aclrtMalloc memory", rm, n.dev, k2M, buf, 4, kRtParam},
       {"freed range in the window", rm, n.freed, k2M, buf, 4, kDrv},

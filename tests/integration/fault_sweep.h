@@ -2,8 +2,11 @@
 // multi-step call is failed in turn, at its 1st, 2nd, ... execution, and a failed call must leave
 // the process exactly as it found it: the same descriptors (/proc/self/fd), the same mappings in
 // the emulator's windows and of its memory (/proc/self/maps), the same live objects and device
-// memory (aclvmmStatsJson). The same call must then succeed, and releasing what it made must
-// bring the process back to where it was before the scenario began.
+// memory (aclvmmStatsJson), and the same answers of the API about the objects the call touched
+// (fault_sweep_api.h: access rights, pointer attributes, address ranges, handle properties,
+// bytes). A call that absorbs the failure and succeeds must answer as a clean run does. The same
+// call must then succeed, and releasing what it made must bring the process back to where it was
+// before the scenario began.
 #pragma once
 
 #include <dirent.h>
@@ -19,6 +22,7 @@
 #include <utility>
 #include <vector>
 
+#include "integration/fault_sweep_api.h"
 #include "integration/int_util.h"
 
 namespace fault_sweep {
@@ -139,26 +143,58 @@ struct Call {
   std::function<void()> teardown = [] {};
   // Checked after every successful run (e.g. the bytes a copy moved).
   std::function<void()> verify = [] {};
+  // The objects the call touches, as setup made them (their API answers are compared).
+  std::function<Watch()> watch = [] { return Watch{}; };
+};
+
+// Points compared through the API in this process, and the comparisons made (one per question).
+inline std::atomic<long> g_api_points{0}, g_api_comparisons{0};
+
+// Compares the API's answers; "" when they agree. Counts the comparison.
+inline std::string api_check(const ApiView& want, const ApiView& got) {
+  if (std::getenv("ACLVMM_SWEEP_SHOW_ANSWERS")) {
+    for (const auto& [key, answer] : got) std::printf("    %s: %s\n", key.c_str(), answer.c_str());
+  }
+  if (want.empty()) return "";
+  ++g_api_points;
+  g_api_comparisons += static_cast<long>(want.size());
+  return api_differences(want, got);
+}
+
+// What a clean run of a call shows: the steps it executes, with how often, and the API's answers
+// about the objects it touched before any run (with the managed bytes) and after the clean run.
+struct CleanRun {
+  std::vector<std::pair<const char*, uint32_t>> ran;
+  ApiView before, after;
 };
 
 // The steps of `steps` one run of `c` executes, with how often: every step is armed at once with
-// an nth no call reaches, and what each rule has left afterwards tells how often it ran.
-inline std::vector<std::pair<const char*, uint32_t>> steps_run(const Call& c,
-                                                               const std::vector<const char*>& steps) {
+// an nth no call reaches, and what each rule has left afterwards tells how often it ran. The API
+// is asked before the run as each point asks it, so that the counted steps are those a point
+// meets. A run of its own gives the managed bytes before the call (reading them moves pages,
+// which would change the steps the call runs).
+inline CleanRun clean_run(const Call& c, const std::vector<const char*>& steps) {
   constexpr uint32_t kNever = 1u << 30;
+  CleanRun out;
   c.setup();
+  out.before = api_view(c.watch(), true);
+  if (c.run() == kOk) c.undo();
+  c.teardown();
+  c.setup();
+  const Watch w = c.watch();
+  (void)api_view(w, false);
   for (const char* step : steps) EXPECT_EQ(aclvmmInjectFault(step, kNever, kENOMEM), kOk);
   const aclError rc = c.run();
-  std::vector<std::pair<const char*, uint32_t>> ran;
   for (const char* step : steps) {
     const uint32_t left = aclvmmFaultRemaining(step);
     EXPECT_EQ(aclvmmInjectFault(step, 0, 0), kOk);
-    if (left != kNever) ran.emplace_back(step, kNever - left);
+    if (left != kNever) out.ran.emplace_back(step, kNever - left);
   }
   EXPECT_EQ(rc, kOk) << c.name << " fails without any fault";
+  out.after = api_view(w, true);
   if (rc == kOk) c.undo();
   c.teardown();
-  return ran;
+  return out;
 }
 
 // Fails each step `c` runs at each of its executions in turn (step failures with errno `err`);
@@ -170,16 +206,18 @@ inline long sweep(const Call& c, const std::vector<const char*>& steps = kSteps,
   // Every point must come back to this state (taken before anything ran, since the share
   // listener closes the descriptors of ended exports a little later).
   const State origin = snapshot();
-  const auto ran = steps_run(c, steps);
+  const CleanRun clean = clean_run(c, steps);
   EXPECT_EQ(settled(origin), "") << c.name << " leaks without any fault";
-  for (const auto& [step, count] : ran) {
+  for (const auto& [step, count] : clean.ran) {
     ran_text += std::string(ran_text.empty() ? "" : ", ") + step + " x" + std::to_string(count);
     // nth = count + 1 must not fire: the count is checked on the way.
     for (uint32_t nth = 1; nth <= count + 1 && !::testing::Test::HasFailure(); ++nth) {
       const std::string at = c.name + " with " + step + " failing at execution " +
                              std::to_string(nth);
       c.setup();
+      const Watch w = c.watch();
       const State before = snapshot();
+      const ApiView answers = api_view(w, false);
       EXPECT_EQ(aclvmmInjectFault(step, nth, err), kOk);
       const aclError rc = c.run();
       const bool fired = aclvmmFaultRemaining(step) == 0;
@@ -190,11 +228,17 @@ inline long sweep(const Call& c, const std::vector<const char*>& steps = kSteps,
         EXPECT_TRUE(fired) << at << ": failed with " << rc << " although the step did not fail";
         const std::string why = settled(before);
         EXPECT_EQ(why, "") << at << ": failed with " << rc << " and did not roll back";
+        EXPECT_EQ(api_check(with_missing(answers, clean.before), api_view(w, true)), "")
+            << at << ": failed with " << rc << " and the API reports a change";
         const aclError again = c.run();
         EXPECT_EQ(again, kOk) << at << ": the call fails again with the fault cleared";
         if (again == kOk) c.verify();
         if (again == kOk) c.undo();
       } else {
+        if (fired) {
+          EXPECT_EQ(api_check(clean.after, api_view(w, true)), "")
+              << at << ": the call absorbed the failure, but the API reports what a clean run does not";
+        }
         c.verify();
         c.undo();
       }

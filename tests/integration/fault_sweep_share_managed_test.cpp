@@ -20,6 +20,10 @@ constexpr size_t kManagedBytes = 8 * kMiB;  // four managed pages
 class TotalPoints : public ::testing::Environment {
   void TearDown() override {
     if (g_points > 0) std::printf("[ sweep    ] %ld points in total\n", g_points.load());
+    if (g_api_points > 0) {
+      std::printf("[ sweep    ] %ld points compared through the API, %ld answers compared\n",
+                  g_api_points.load(), g_api_comparisons.load());
+    }
   }
 };
 ::testing::Environment* const kTotal = ::testing::AddGlobalTestEnvironment(new TotalPoints);
@@ -34,6 +38,7 @@ TEST_F(FaultSweepShare, ExportAndImportRollBack) {
   exp.setup = [&] { h = make_handle(); };
   exp.run = [&] { return aclrtMemExportToShareableHandle(h, ACL_MEM_HANDLE_TYPE_NONE, 0, &token); };
   exp.teardown = [&] { EXPECT_EQ(aclrtFreePhysical(h), kOk); };  // ends the export
+  exp.watch = [&] { return Watch{{}, {h}}; };
   EXPECT_EQ(sweep(exp), 1);  // the endpoint
 
   // behavior.md: a process may import its own export onto another device.
@@ -46,6 +51,7 @@ TEST_F(FaultSweepShare, ExportAndImportRollBack) {
   local.run = [&] { return aclrtMemImportFromShareableHandle(token, 1, &imported); };
   local.undo = [&] { EXPECT_EQ(aclrtFreePhysical(imported), kOk); };
   local.teardown = exp.teardown;
+  local.watch = exp.watch;
   EXPECT_EQ(sweep(local), 0);  // the same memory object: nothing to ask the kernel
 
   share_test::Peer peer;
@@ -90,6 +96,14 @@ class FaultSweepManaged : public FaultSweepTest {
     std::memcpy(p_, bytes_.data(), kManagedBytes);
   }
   void release() { EXPECT_EQ(aclrtFree(p_), kOk); }
+  // The managed allocation; `bytes` false when the call writes it (a failed copy may have written
+  // part of it). Plus other ranges the call reads.
+  Watch watch_managed(bool bytes, std::vector<Watch::Range> others = {}) const {
+    Watch w;
+    w.ranges.push_back({p_, kManagedBytes, true, bytes});
+    for (const Watch::Range& r : others) w.ranges.push_back(r);
+    return w;
+  }
   // Pages on the device (per the policy) or on the host: the counts differ when tracking is off.
   long long pages(long long tracked) const { return tracking_ ? tracked : 0; }
 
@@ -120,6 +134,7 @@ TEST_F(FaultSweepManaged, AllocationAndFreeRollBack) {
   free_call.name = "aclrtFree(managed)";
   free_call.setup = [&] { allocate(); };
   free_call.run = [&] { return aclrtFree(p_); };
+  free_call.watch = [&] { return watch_managed(true); };
   EXPECT_EQ(sweep(free_call), pages(1) + 1);  // [unregister,] the placeholder back
   EXPECT_EQ(aclrtFree(other), kOk);
 }
@@ -138,6 +153,7 @@ TEST_F(FaultSweepManaged, PrefetchAndCopiesRollBack) {
     EXPECT_EQ(get(p_, kManagedBytes), bytes_);
   };
   to_device.teardown = [&] { release(); };
+  to_device.watch = [&] { return watch_managed(true); };
   // Per page: allocate it, then revoke the CPU's access. Failures there cost only the CPU fault
   // statistics (the CPU reaches the page in place), so the prefetch still succeeds.
   EXPECT_EQ(sweep(to_device), pages(8));
@@ -163,6 +179,7 @@ TEST_F(FaultSweepManaged, PrefetchAndCopiesRollBack) {
     return aclrtMemcpy(p_, kManagedBytes, bytes_.data(), kManagedBytes, ACL_MEMCPY_HOST_TO_DEVICE);
   };
   h2d_resident.verify = [&] { EXPECT_EQ(get(p_, kManagedBytes), bytes_); };
+  h2d_resident.watch = [&] { return watch_managed(false, {{bytes_.data(), kManagedBytes}}); };
   EXPECT_EQ(sweep(h2d_resident), 1);  // pwrite (pages resident: nothing migrates)
 
   Call d2h_resident = h2d_resident;
@@ -171,12 +188,14 @@ TEST_F(FaultSweepManaged, PrefetchAndCopiesRollBack) {
     return aclrtMemcpy(&out[0], kManagedBytes, p_, kManagedBytes, ACL_MEMCPY_DEVICE_TO_HOST);
   };
   d2h_resident.verify = [&] { EXPECT_EQ(out, bytes_); };
+  d2h_resident.watch = [&] { return watch_managed(true, {{out.data(), kManagedBytes, false, false}}); };
   EXPECT_EQ(sweep(d2h_resident), 1);  // pread
 
   Call zero = h2d_resident;
   zero.name = "aclrtMemset(managed pages on device 0, 0)";
   zero.run = [&] { return aclrtMemset(p_, kManagedBytes, 0, kManagedBytes); };
   zero.verify = [&] { EXPECT_TRUE(all_bytes(get(p_, kManagedBytes), '\0')); };
+  zero.watch = [&] { return watch_managed(false); };
   EXPECT_EQ(sweep(zero), 2);  // punch the hole, allocate the pages again for fault tracking
 
   // A copy that migrates first: a transfer that fails after the migration leaves the pages where
@@ -186,6 +205,51 @@ TEST_F(FaultSweepManaged, PrefetchAndCopiesRollBack) {
   h2d_migrating.name = "aclrtMemcpy(host to managed pages on the host)";
   h2d_migrating.setup = [&] { allocate(); };
   EXPECT_EQ(sweep(h2d_migrating, {"drv.populate", "drv.uffd_revoke"}), pages(8));
+}
+
+// Advice changes what the CPU may reach in place; a step that fails there may cost a CPU fault
+// later, but the advice itself is recorded and reported as in a clean run.
+TEST_F(FaultSweepManaged, AdviceRollsBack) {
+  auto advice = [&](const std::string& name, aclrtMemManagedAdviseType a, aclrtMemManagedLocation where,
+                    aclrtMemManagedAdviseType undo, std::function<void()> more_setup) {
+    Call c;
+    c.name = name;
+    c.setup = [this, more_setup] {
+      allocate();
+      ASSERT_EQ(prefetch(ACL_MEM_LOCATIONTYPE_DEVICE), kOk);
+      more_setup();
+    };
+    c.run = [this, a, where] { return aclrtMemManagedAdvise(p_, kManagedBytes, a, where); };
+    c.verify = [this] { EXPECT_EQ(get(p_, kManagedBytes), bytes_); };
+    c.undo = [this, undo, where] { EXPECT_EQ(aclrtMemManagedAdvise(p_, kManagedBytes, undo, where), kOk); };
+    c.teardown = [this] { release(); };
+    c.watch = [this] { return watch_managed(true); };
+    return c;
+  };
+  const aclrtMemManagedLocation host_loc = mloc(ACL_MEM_LOCATIONTYPE_HOST);
+  auto nothing = [] {};
+  // Pages on device 0 that the CPU is given back in place: one resolve per page.
+  EXPECT_EQ(sweep(advice("aclrtMemManagedAdvise(SET_ACCESSED_BY host) on pages on device 0",
+                         ACL_MEM_ADVISE_SET_ACCESSED_BY, host_loc, ACL_MEM_ADVISE_UNSET_ACCESSED_BY,
+                         nothing)),
+            pages(4));
+  EXPECT_EQ(sweep(advice("aclrtMemManagedAdvise(SET_READ_MOSTLY) on pages on device 0",
+                         ACL_MEM_ADVISE_SET_READ_MOSTLY, kDev0, ACL_MEM_ADVISE_UNSET_READ_MOSTLY,
+                         nothing)),
+            pages(4));
+  // ... and taken from it again: populate, then revoke, per page.
+  EXPECT_EQ(sweep(advice("aclrtMemManagedAdvise(UNSET_ACCESSED_BY host) on pages on device 0",
+                         ACL_MEM_ADVISE_UNSET_ACCESSED_BY, host_loc, ACL_MEM_ADVISE_SET_ACCESSED_BY,
+                         [this, host_loc] {
+                           ASSERT_EQ(aclrtMemManagedAdvise(p_, kManagedBytes, ACL_MEM_ADVISE_SET_ACCESSED_BY,
+                                                           host_loc),
+                                     kOk);
+                         })),
+            pages(8));
+  EXPECT_EQ(sweep(advice("aclrtMemManagedAdvise(SET_PREFERRED_LOCATION host NUMA 0) on pages on device 0",
+                         ACL_MEM_ADVISE_SET_PREFERRED_LOCATION, mloc(ACL_MEM_LOCATIONTYPE_HOST_NUMA, 0),
+                         ACL_MEM_ADVISE_UNSET_PREFERRED_LOCATION, nothing)),
+            4);  // the NUMA policy of each page (failures are logged: the node is a preference)
 }
 
 // aclInit in a fresh process: the three windows are claimed by the first start. The claims are

@@ -2,6 +2,9 @@
 // aclrtMalloc / aclrtMallocHost (harness and rules: fault_sweep.h).
 #include "integration/fault_sweep.h"
 
+#include <cstring>
+#include <vector>
+
 #include "api/test_env.h"
 
 namespace fault_sweep {
@@ -16,6 +19,15 @@ struct HandleFixture {
   aclrtDrvMemHandle h = nullptr;
   void make(aclrtPhysicalMemProp prop) { ASSERT_EQ(aclrtMallocPhysical(&h, k2M, &prop, 0), kOk); }
   void free() { EXPECT_EQ(aclrtFreePhysical(h), kOk); }
+  // Gives the handle bytes of its own through a mapping of its own, so that a failure that lost
+  // or replaced them shows.
+  void fill(unsigned seed) {
+    void* scratch = reserve(k2M);
+    ASSERT_EQ(aclrtMapMem(scratch, k2M, 0, h, 0), kOk);
+    h2d(scratch, pattern(k2M, seed));
+    EXPECT_EQ(aclrtUnmapMem(scratch), kOk);
+    EXPECT_EQ(aclrtReleaseMemAddress(scratch), kOk);
+  }
 };
 
 // A 2 MiB reservation and a handle of `prop`, mapped (`how` 1), mapped without access (2) or not.
@@ -25,6 +37,7 @@ struct MappingFixture {
   void make(aclrtPhysicalMemProp prop, int how) {
     ASSERT_EQ(aclrtReserveMemAddress(&va, k2M, 0, nullptr, 0), kOk);
     handle.make(prop);
+    handle.fill(kSeed);
     if (how == 1) {
       ASSERT_EQ(aclrtMapMem(va, k2M, 0, handle.h, 0), kOk);
     } else if (how == 2) {
@@ -38,6 +51,9 @@ struct MappingFixture {
     handle.free();
     EXPECT_EQ(aclrtReleaseMemAddress(va), kOk);
   }
+  // What a call on this mapping touches: the range and its handle.
+  Watch watch() const { return Watch{{{va, k2M}}, {handle.h}}; }
+  static constexpr unsigned kSeed = 7;  // every setup the same bytes: a clean run's answers compare
 };
 
 Call malloc_physical(const std::string& name, aclrtPhysicalMemProp prop, HandleFixture* made) {
@@ -62,20 +78,41 @@ Call map_call(const std::string& name, aclrtPhysicalMemProp prop, bool no_access
   };
   c.undo = [m] { EXPECT_EQ(aclrtUnmapMem(m->va), kOk); };
   c.teardown = [m] { m->free(false); };
+  c.watch = [m] { return m->watch(); };
   return c;
 }
 
-// aclrtMemSetAccess for the host on a mapping made with `how`, `flags` on, `back` after.
-Call host_access_call(const std::string& name, aclrtPhysicalMemProp prop, int how, int flags,
-                      int back, MappingFixture* m) {
+// aclrtMemSetAccess with `changes` at once on a mapping made with `how` (1 mapped, 2 without
+// access) and given `first` in setup; `back` restores it after a successful run.
+Call access_call(const std::string& name, aclrtPhysicalMemProp prop, int how,
+                 std::vector<aclrtMemAccessDesc> first, std::vector<aclrtMemAccessDesc> changes,
+                 std::vector<aclrtMemAccessDesc> back, MappingFixture* m) {
   Call c;
   c.name = name;
-  c.setup = [prop, how, m] { m->make(prop, how); };
-  c.run = [m, flags] { return set1(m->va, k2M, flags, host()); };
-  c.verify = [m, flags] { EXPECT_EQ(access_of(m->va, host()), flags); };
-  c.undo = [m, back] { EXPECT_EQ(set1(m->va, k2M, back, host()), kOk); };
+  c.setup = [prop, how, first, m] {
+    m->make(prop, how);
+    if (!first.empty()) {
+      ASSERT_EQ(aclrtMemSetAccess(m->va, k2M, const_cast<aclrtMemAccessDesc*>(first.data()), first.size()), kOk);
+    }
+  };
+  c.run = [m, changes]() mutable { return aclrtMemSetAccess(m->va, k2M, changes.data(), changes.size()); };
+  c.verify = [m, changes] {
+    for (const aclrtMemAccessDesc& d : changes) {
+      EXPECT_EQ(access_of(m->va, d.location), static_cast<int>(load_raw(d.flags)));
+    }
+  };
+  c.undo = [m, back]() mutable {
+    EXPECT_EQ(aclrtMemSetAccess(m->va, k2M, back.data(), back.size()), kOk);
+  };
   c.teardown = [m] { m->free(true); };
+  c.watch = [m] { return m->watch(); };
   return c;
+}
+
+// aclrtMemSetAccess for the host alone: `flags` on, `back` after.
+Call host_access_call(const std::string& name, aclrtPhysicalMemProp prop, int how, int flags,
+                      int back, MappingFixture* m) {
+  return access_call(name, prop, how, {}, {desc(flags, host())}, {desc(back, host())}, m);
 }
 
 Call unmap_call(const std::string& name, aclrtPhysicalMemProp prop, MappingFixture* m) {
@@ -84,6 +121,7 @@ Call unmap_call(const std::string& name, aclrtPhysicalMemProp prop, MappingFixtu
   c.setup = [prop, m] { m->make(prop, 1); };
   c.run = [m] { return aclrtUnmapMem(m->va); };
   c.teardown = [m] { m->free(false); };
+  c.watch = [m] { return m->watch(); };
   return c;
 }
 
@@ -136,6 +174,32 @@ TEST_F(FaultSweepVmm, HostAccessChangesRollBack) {
   }
 }
 
+// Several descriptors are applied all or none (docs/emulation.md): when the CPU side of one fails,
+// the rights the others gave must be gone again, which only the API's answers show.
+TEST_F(FaultSweepVmm, AccessChangesOfSeveralLocationsRollBackAsOne) {
+  MappingFixture m;
+  EXPECT_EQ(sweep(access_call("aclrtMemSetAccess(device 1 READWRITE + host READ on a host mapping)",
+                              host_prop(), 1, {}, {desc(kRW, dev(1)), desc(kRead, host())},
+                              {desc(kNone, dev(1)), desc(kRW, host())}, &m)),
+            1);  // the CPU mapping replaced by a read-only one
+  EXPECT_EQ(sweep(access_call("aclrtMemSetAccess(host READWRITE on a device mapping)", device_prop(), 1,
+                              {}, {desc(kRW, host())}, {desc(kNone, host())}, &m)),
+            1);  // a CPU mapping of device memory
+  EXPECT_EQ(sweep(access_call("aclrtMemSetAccess(device 1 READ + host READWRITE on a device mapping)",
+                              device_prop(), 1, {}, {desc(kRead, dev(1)), desc(kRW, host())},
+                              {desc(kNone, dev(1)), desc(kNone, host())}, &m)),
+            1);
+  EXPECT_EQ(sweep(access_call("aclrtMemSetAccess(host NONE on a device mapping the host reads)",
+                              device_prop(), 1, {desc(kRead, host())}, {desc(kNone, host())},
+                              {desc(kRead, host())}, &m)),
+            1);  // the CPU mapping removed
+  EXPECT_EQ(sweep(access_call("aclrtMemSetAccess(device 1 READWRITE + host READWRITE on a no-access "
+                              "host mapping)",
+                              host_prop(), 2, {}, {desc(kRW, dev(1)), desc(kRW, host())},
+                              {desc(kNone, dev(1)), desc(kNone, host())}, &m)),
+            1);
+}
+
 TEST_F(FaultSweepVmm, UnmapRollsBack) {
   MappingFixture m;
   EXPECT_EQ(sweep(unmap_call("aclrtUnmapMem(device)", device_prop(), &m)), 0);
@@ -166,6 +230,8 @@ TEST_F(FaultSweepVmm, ReservationsRollBack) {
     ASSERT_EQ(aclrtReserveMemAddressNoUCMemory(&va, kGiB, 0, fixed, 0), kOk);
   };
   release.run = [&va] { return aclrtReleaseMemAddress(va); };
+  // Nothing is mapped: the answers are refusals, which must stay refusals (no bytes to read).
+  release.watch = [&va] { return Watch{{{va, kGiB, false, false}}, {}}; };
   EXPECT_EQ(sweep(release), 1);  // munmap
 }
 
@@ -193,8 +259,13 @@ TEST_F(FaultSweepVmm, MallocAndMallocHostRollBack) {
 
   Call free_host;
   free_host.name = "aclrtFreeHost";
-  free_host.setup = [&p] { ASSERT_EQ(aclrtMallocHost(&p, 3 * kMiB), kOk); };
+  free_host.setup = [&p] {
+    ASSERT_EQ(aclrtMallocHost(&p, 3 * kMiB), kOk);
+    const std::string bytes = pattern(3 * kMiB, 5);
+    std::memcpy(p, bytes.data(), bytes.size());
+  };
   free_host.run = [&p] { return aclrtFreeHost(p); };
+  free_host.watch = [&p] { return Watch{{{p, 3 * kMiB}}, {}}; };
   EXPECT_EQ(sweep(free_host), 1);  // the placeholder back over the mapping
 }
 
@@ -210,8 +281,12 @@ TEST_F(FaultSweepVmm, OpenHostAccessMappingsRollBack) {
   EXPECT_EQ(sweep(dev), 2);  // memfd, mmap
   Call free_dev;
   free_dev.name = "aclrtFree(open host access)";
-  free_dev.setup = [&p] { ASSERT_EQ(aclrtMalloc(&p, 3 * kMiB, ACL_MEM_MALLOC_HUGE_FIRST), kOk); };
+  free_dev.setup = [&p] {
+    ASSERT_EQ(aclrtMalloc(&p, 3 * kMiB, ACL_MEM_MALLOC_HUGE_FIRST), kOk);
+    h2d(p, pattern(3 * kMiB, 6));
+  };
   free_dev.run = [&p] { return aclrtFree(p); };
+  free_dev.watch = [&p] { return Watch{{{p, 3 * kMiB}}, {}}; };
   EXPECT_EQ(sweep(free_dev), 1);
   MappingFixture m;
   EXPECT_EQ(sweep(map_call("aclrtMapMem(device, open host access)", device_prop(), false, &m)), 1);
