@@ -15,9 +15,12 @@
 
 namespace aclvmm_test {
 
+constexpr int kThrewExit = 97;  // the child's exit code when an exception came out of the call
+
 struct CallOutcome {
   bool hung = false;     // still running at the deadline (killed)
   int signal = 0;        // the child died of this signal (SIGABRT: an exception escaped)
+  bool threw = false;    // a C++ exception came out of the call (a C caller would have aborted)
   bool returned = false; // the call came back
   long long value = 0;   // what it returned
   std::string message;   // aclGetRecentErrMsg right after it ("" for none), at most 4 KiB
@@ -35,7 +38,13 @@ inline CallOutcome call_in_child(int timeout_ms, const std::function<long long()
   const pid_t pid = fork();
   if (pid == 0) {
     close(fds[0]);
-    const long long value = call();
+    long long value = 0;
+    try {
+      value = call();
+    } catch (...) {
+      // Never back into gtest in the child (it would go on running the other tests here).
+      _exit(kThrewExit);
+    }
     const char* m = aclGetRecentErrMsg();
     char record[sizeof(long long) + 4096] = {0};
     std::memcpy(record, &value, sizeof value);
@@ -48,6 +57,7 @@ inline CallOutcome call_in_child(int timeout_ms, const std::function<long long()
   const TimedChildResult r = wait_child_for(pid, timeout_ms);
   out.hung = r.hung;
   out.signal = r.signal;
+  out.threw = r.exit_code == kThrewExit;
   std::string bytes;
   char buf[4096];
   pollfd p{fds[0], POLLIN, 0};
@@ -68,6 +78,7 @@ inline CallOutcome call_in_child(int timeout_ms, const std::function<long long()
 inline std::string describe(const CallOutcome& o) {
   if (o.hung) return "the child hung";
   if (o.signal) return "the child died of signal " + std::to_string(o.signal);
+  if (o.threw) return "a C++ exception crossed the C API";
   if (!o.returned) return "the child did not report";
   return "returned " + std::to_string(o.value) + ", message \"" + o.message + "\"";
 }
