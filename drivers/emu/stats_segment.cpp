@@ -28,10 +28,6 @@ struct SegmentRegistry {
   static std::mutex mu;
   static ShmStatsSegment* head;
 
-  static void install() {
-    static std::once_flag once;
-    std::call_once(once, [] { pthread_atfork(&before_fork, &after_fork_parent, &after_fork_child); });
-  }
   static void add(ShmStatsSegment* s) {
     std::lock_guard<std::mutex> lock(mu);
     s->next_ = head;
@@ -60,6 +56,20 @@ struct SegmentRegistry {
 };
 std::mutex SegmentRegistry::mu;
 ShmStatsSegment* SegmentRegistry::head = nullptr;
+
+namespace {
+
+// Installed when the library is loaded, before anything can fork with a segment: child handlers
+// run in the order of installation, so a later one (the runtime's own fork handling) finds the
+// child's copies private already.
+struct InstallForkHandlers {
+  InstallForkHandlers() {
+    pthread_atfork(&SegmentRegistry::before_fork, &SegmentRegistry::after_fork_parent,
+                   &SegmentRegistry::after_fork_child);
+  }
+} install_fork_handlers;
+
+}  // namespace
 
 namespace {
 
@@ -128,7 +138,6 @@ int ShmStatsSegment::create_with_names(const std::string& dir, const std::string
                                        const std::function<std::string()>& next_temp_name,
                                        std::shared_ptr<StatsSegment>* out) {
   if (size == 0 || out == nullptr) return -EINVAL;
-  SegmentRegistry::install();
   std::unique_ptr<ShmStatsSegment> seg(new (std::nothrow) ShmStatsSegment());
   if (!seg) return -ENOMEM;
   seg->owner_.pid = static_cast<int>(::getpid());
