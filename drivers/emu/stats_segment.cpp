@@ -1,20 +1,76 @@
+// The writer's side of statistics segments: exclusive creation in a shared directory, publication,
+// withdrawal, and what a forked child does with its parent's segment (stats_segment.h).
 #include "drivers/emu/stats_segment.h"
 
-#include <dirent.h>
 #include <fcntl.h>
+#include <stdio.h>  // renameat2, RENAME_NOREPLACE
+#include <pthread.h>
 #include <sys/mman.h>
+#include <sys/random.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <new>
 
 #include "drivers/emu/share_transport.h"
 
 namespace aclvmm::drv::emu {
+
+// The segments this process created and still maps shared, so that a fork child can make its
+// copies private before it runs any code of its own. Held across fork() by the atfork handlers:
+// the list is consistent in the child.
+struct SegmentRegistry {
+  static std::mutex mu;
+  static ShmStatsSegment* head;
+
+  static void add(ShmStatsSegment* s) {
+    std::lock_guard<std::mutex> lock(mu);
+    s->next_ = head;
+    if (head) head->prev_ = s;
+    head = s;
+  }
+  static void remove_locked(ShmStatsSegment* s) {
+    if (s->prev_) s->prev_->next_ = s->next_;
+    if (s->next_) s->next_->prev_ = s->prev_;
+    if (head == s) head = s->next_;
+    s->prev_ = s->next_ = nullptr;
+  }
+  static void remove(ShmStatsSegment* s) {
+    std::lock_guard<std::mutex> lock(mu);
+    remove_locked(s);
+  }
+  static void before_fork() { mu.lock(); }
+  static void after_fork_parent() { mu.unlock(); }
+  static void after_fork_child() {
+    while (ShmStatsSegment* s = head) {
+      s->detach_after_fork();
+      remove_locked(s);  // private now: the child's own children need nothing done
+    }
+    mu.unlock();
+  }
+};
+std::mutex SegmentRegistry::mu;
+ShmStatsSegment* SegmentRegistry::head = nullptr;
+
+namespace {
+
+// Installed when the library is loaded, before anything can fork with a segment: child handlers
+// run in the order of installation, so a later one (the runtime's own fork handling) finds the
+// child's copies private already.
+struct InstallForkHandlers {
+  InstallForkHandlers() {
+    pthread_atfork(&SegmentRegistry::before_fork, &SegmentRegistry::after_fork_parent,
+                   &SegmentRegistry::after_fork_child);
+  }
+} install_fork_handlers;
+
+}  // namespace
+
 namespace {
 
 std::string own_comm() {
@@ -31,17 +87,34 @@ std::string own_comm() {
   return buf;
 }
 
-// Parses a decimal number filling [p, end) completely; false on anything else or overflow.
-bool parse_decimal(const char* p, const char* end, unsigned long long* v) {
-  if (p == end) return false;
-  *v = 0;
-  for (; p != end; ++p) {
-    if (*p < '0' || *p > '9') return false;
-    if (*v > (~0ull - 9) / 10) return false;
-    *v = *v * 10 + static_cast<unsigned>(*p - '0');
+// A temporary name nobody can guess ahead: 64 random bits. The exclusive create is what makes it
+// safe; unpredictability only keeps another user from occupying every name we would try.
+std::string random_temp_name() {
+  uint64_t r = 0;
+  if (::getrandom(&r, sizeof r, GRND_NONBLOCK) != static_cast<ssize_t>(sizeof r)) {
+    timespec ts{};
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    r = (static_cast<uint64_t>(ts.tv_nsec) << 20) ^ static_cast<uint64_t>(ts.tv_sec) ^
+        (static_cast<uint64_t>(::getpid()) << 40) ^ reinterpret_cast<uintptr_t>(&r);
   }
-  return true;
+  char buf[24];
+  std::snprintf(buf, sizeof buf, "tmp-%016llx", static_cast<unsigned long long>(r));
+  return buf;
 }
+
+// A directory whose names nobody else can rearrange: sticky (like /dev/shm and /tmp: a name
+// belongs to the file's owner), or owned by us or root and writable by no one else.
+int check_directory(int dir_fd, struct stat* out) {
+  struct stat& st = *out;
+  if (::fstat(dir_fd, &st) != 0) return -errno;
+  if (!S_ISDIR(st.st_mode)) return -ENOTDIR;
+  if (st.st_mode & S_ISVTX) return 0;
+  const bool trusted_owner = st.st_uid == ::geteuid() || st.st_uid == 0;
+  if (!trusted_owner || (st.st_mode & (S_IWGRP | S_IWOTH)) != 0) return -EPERM;
+  return 0;
+}
+
+constexpr int kTempNameAttempts = 32;
 
 }  // namespace
 
@@ -57,124 +130,146 @@ uint64_t own_pid_namespace() {
 
 int ShmStatsSegment::create(const std::string& dir, const std::string& prefix, size_t size,
                             std::shared_ptr<StatsSegment>* out) {
+  return create_with_names(dir, prefix, size, random_temp_name, out);
+}
+
+int ShmStatsSegment::create_with_names(const std::string& dir, const std::string& prefix,
+                                       size_t size,
+                                       const std::function<std::string()>& next_temp_name,
+                                       std::shared_ptr<StatsSegment>* out) {
   if (size == 0 || out == nullptr) return -EINVAL;
   std::unique_ptr<ShmStatsSegment> seg(new (std::nothrow) ShmStatsSegment());
   if (!seg) return -ENOMEM;
   seg->owner_.pid = static_cast<int>(::getpid());
-  seg->owner_.uid = static_cast<unsigned>(::getuid());
+  // The effective uid: the one the kernel makes the file's owner, which readers check.
+  seg->owner_.uid = static_cast<unsigned>(::geteuid());
   seg->owner_.start_time = process_start_time(seg->owner_.pid);
   seg->owner_.name = own_comm();
   seg->owner_.pid_namespace = own_pid_namespace();
-  seg->path_ = dir + "/" + prefix + "." + std::to_string(seg->owner_.uid) + "." +
-               std::to_string(seg->owner_.pid);
-  seg->tmp_path_ = seg->path_ + ".tmp";
-  // O_TRUNC: a file left by a crash of this very process image (an earlier run under a reused
-  // pid) is simply taken over. O_NOFOLLOW: /dev/shm is world-writable; a planted symlink must not
-  // redirect the write.
-  int fd = ::open(seg->tmp_path_.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
-  if (fd < 0) return -errno;
+  seg->name_ = prefix + "." + std::to_string(seg->owner_.uid) + "." + std::to_string(seg->owner_.pid);
+  seg->path_ = dir + "/" + seg->name_;
+
+  seg->dir_ = dir;
+  seg->dir_fd_ = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (seg->dir_fd_ < 0) return -errno;
+  struct stat dst {};
+  if (int rc = check_directory(seg->dir_fd_, &dst)) return rc;
+  seg->dir_dev_ = static_cast<uint64_t>(dst.st_dev);
+  seg->dir_ino_ = static_cast<uint64_t>(dst.st_ino);
+
+  // Exclusive: a name someone planted (a file, a link, a fifo) is never opened, only skipped.
+  int fd = -1;
+  for (int attempt = 0; attempt < kTempNameAttempts && fd < 0; ++attempt) {
+    seg->tmp_name_ = seg->name_ + "." + next_temp_name();
+    fd = ::openat(seg->dir_fd_, seg->tmp_name_.c_str(),
+                  O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0 && errno != EEXIST) break;
+  }
+  if (fd < 0) {
+    const int rc = -errno;
+    seg->tmp_name_.clear();  // not ours: never removed
+    return rc;
+  }
   int rc = 0;
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    rc = -errno;
+  } else if (!S_ISREG(st.st_mode) || st.st_uid != ::geteuid() || st.st_nlink != 1) {
+    rc = -EPERM;  // not the new private file we asked for: not mapped
+  }
+  seg->dev_ = static_cast<uint64_t>(st.st_dev);
+  seg->ino_ = static_cast<uint64_t>(st.st_ino);
   // Readable by every user's monitor whatever the umask (npu-smi shows all processes too).
-  if (::fchmod(fd, 0644) != 0 || ::ftruncate(fd, static_cast<off_t>(size)) != 0) rc = -errno;
+  if (rc == 0 && (::fchmod(fd, 0644) != 0 || ::ftruncate(fd, static_cast<off_t>(size)) != 0)) {
+    rc = -errno;
+  }
   void* p = MAP_FAILED;
   if (rc == 0) {
     p = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     if (p == MAP_FAILED) rc = -errno;
   }
   ::close(fd);
-  if (rc != 0) {
-    ::unlink(seg->tmp_path_.c_str());
-    return rc;
-  }
+  if (rc != 0) return rc;  // the destructor removes the temporary name
   seg->data_ = p;
   seg->size_ = size;
+  SegmentRegistry::add(seg.get());
   *out = std::shared_ptr<StatsSegment>(seg.release());
   return 0;
 }
 
 ShmStatsSegment::~ShmStatsSegment() {
-  if (!published_ && !tmp_path_.empty() && ::getpid() == owner_.pid) ::unlink(tmp_path_.c_str());
+  SegmentRegistry::remove(this);
+  close_directory();
   if (data_ != nullptr) ::munmap(data_, size_);
 }
 
+void ShmStatsSegment::close_directory() {
+  if (dir_fd_ < 0) return;
+  // Never published: the temporary name goes with it (only the creator's, never a child's).
+  const bool creator = !inherited_ && ::getpid() == owner_.pid;
+  if (creator && !tmp_name_.empty()) ::unlinkat(dir_fd_, tmp_name_.c_str(), 0);
+  tmp_name_.clear();
+  ::close(dir_fd_);
+  dir_fd_ = -1;
+}
+
+void ShmStatsSegment::detach_after_fork() noexcept {
+  inherited_ = true;
+  if (data_ == nullptr) return;
+  // The current bytes go along, so the child's own uncharges of inherited memory stay balanced.
+  void* copy = ::mmap(nullptr, size_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (copy != MAP_FAILED) {
+    std::memcpy(copy, data_, size_);
+    if (::mremap(copy, size_, size_, MREMAP_MAYMOVE | MREMAP_FIXED, data_) != MAP_FAILED) return;
+    ::munmap(copy, size_);
+  }
+  // No memory for a copy: private zero pages at the same address (counters restart at 0 here).
+  (void)::mmap(data_, size_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+}
+
 int ShmStatsSegment::publish() {
-  if (::rename(tmp_path_.c_str(), path_.c_str()) != 0) return -errno;
+  if (inherited_ || dir_fd_ < 0 || tmp_name_.empty()) return -EPERM;
+  // The final name is taken only when it is free or holds a regular file of our own uid (a
+  // segment left by a dead process that had our pid). Anything else there belongs to someone
+  // else, and we go on without publishing rather than replace it: a sticky directory would
+  // refuse that to anyone but root, and root must not either.
+  int rc = ::renameat2(dir_fd_, tmp_name_.c_str(), dir_fd_, name_.c_str(), RENAME_NOREPLACE);
+  if (rc != 0 && (errno == EEXIST || errno == EINVAL || errno == ENOSYS)) {
+    struct stat st {};
+    if (::fstatat(dir_fd_, name_.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+        (!S_ISREG(st.st_mode) || st.st_uid != ::geteuid())) {
+      close_directory();
+      return -EEXIST;
+    }
+    // Our own leftover (nobody else can replace it in a directory check_directory accepted), or
+    // a file system without RENAME_NOREPLACE.
+    rc = ::renameat(dir_fd_, tmp_name_.c_str(), dir_fd_, name_.c_str());
+  }
+  if (rc != 0) {
+    rc = -errno;
+    close_directory();
+    return rc;
+  }
   published_ = true;
+  tmp_name_.clear();  // renamed away: nothing left to clean up under that name
+  close_directory();
   return 0;
 }
 
 void ShmStatsSegment::withdraw() {
-  if (!published_ || ::getpid() != owner_.pid) return;
-  ::unlink(path_.c_str());
+  if (!published_ || inherited_ || ::getpid() != owner_.pid) return;
   published_ = false;
-  tmp_path_.clear();  // renamed away: nothing left to clean up under that name
-}
-
-int list_stats_segments(const std::string& dir, const std::string& prefix,
-                        std::vector<StatsFile>* out) {
-  DIR* d = ::opendir(dir.c_str());
-  if (d == nullptr) return -errno;
-  const std::string lead = prefix + ".";
-  while (dirent* e = ::readdir(d)) {
-    const char* name = e->d_name;
-    if (std::strncmp(name, lead.c_str(), lead.size()) != 0) continue;
-    const char* uid_begin = name + lead.size();
-    const char* dot = std::strchr(uid_begin, '.');
-    if (dot == nullptr) continue;
-    const char* pid_end = dot + 1 + std::strlen(dot + 1);
-    unsigned long long uid = 0, pid = 0;
-    if (!parse_decimal(uid_begin, dot, &uid) || !parse_decimal(dot + 1, pid_end, &pid)) continue;
-    if (uid > 0xffffffffull || pid == 0 || pid > 0x7fffffffull) continue;
-    StatsFile f;
-    f.path = dir + "/" + name;
-    f.uid = static_cast<unsigned>(uid);
-    f.pid = static_cast<int>(pid);
-    out->push_back(std::move(f));
-  }
-  ::closedir(d);
-  return 0;
-}
-
-int StatsView::open(const std::string& path, std::unique_ptr<StatsView>* out) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-  if (fd < 0) return -errno;
+  // Only in the directory that was checked, and only while the name is still our file.
+  const int dir_fd = ::open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dir_fd < 0) return;
   struct stat st {};
-  if (::fstat(fd, &st) != 0) {
-    int e = -errno;
-    ::close(fd);
-    return e;
+  if (::fstat(dir_fd, &st) == 0 && static_cast<uint64_t>(st.st_dev) == dir_dev_ &&
+      static_cast<uint64_t>(st.st_ino) == dir_ino_ &&
+      ::fstatat(dir_fd, name_.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+      static_cast<uint64_t>(st.st_dev) == dev_ && static_cast<uint64_t>(st.st_ino) == ino_) {
+    ::unlinkat(dir_fd, name_.c_str(), 0);
   }
-  if (!S_ISREG(st.st_mode) || st.st_size <= 0) {
-    ::close(fd);
-    return -EINVAL;
-  }
-  // Writers never shrink a published segment, so the mapping cannot fault past the end.
-  void* p = ::mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ, MAP_SHARED, fd, 0);
-  int e = p == MAP_FAILED ? -errno : 0;
-  ::close(fd);
-  if (e != 0) return e;
-  out->reset(new StatsView());
-  (*out)->data_ = p;
-  (*out)->size_ = static_cast<size_t>(st.st_size);
-  (*out)->path_ = path;
-  (*out)->dev_ = static_cast<uint64_t>(st.st_dev);
-  (*out)->ino_ = static_cast<uint64_t>(st.st_ino);
-  return 0;
-}
-
-StatsView::~StatsView() {
-  if (data_ != nullptr) ::munmap(data_, size_);
-}
-
-int remove_stats_segment(const StatsView& view) {
-  // Not atomic with the unlink, but it narrows the window in which a reused pid's fresh segment
-  // could be taken for the stale one from the time of reading to a few instructions.
-  struct stat st {};
-  if (::lstat(view.path_.c_str(), &st) != 0) return -errno;
-  if (static_cast<uint64_t>(st.st_dev) != view.dev_ || static_cast<uint64_t>(st.st_ino) != view.ino_) {
-    return -ESTALE;
-  }
-  return ::unlink(view.path_.c_str()) == 0 ? 0 : -errno;
+  ::close(dir_fd);
 }
 
 }  // namespace aclvmm::drv::emu

@@ -3,10 +3,21 @@
 // without any call on the owner's side. The writer is ShmStatsSegment (Backend::
 // create_stats_segment); the rest is what a monitor (tools/aclvmm-smi) needs to find and read
 // the segments of all processes.
+//
+// The directory is shared with every other user, so everything in it is treated as hostile:
+// - the writer creates its file exclusively under an unpredictable temporary name, checks that it
+//   is a new regular file of its own (owner, one link) in a directory nobody else can rearrange
+//   (sticky, or ours and writable by us only), and publishes it by rename(), which a sticky
+//   directory refuses over another user's file. Only a file nobody else can resize is mapped.
+// - a forked child stops writing into its parent's mapping at once (the mapping becomes a private
+//   copy in the child) and never removes the parent's file.
+// - a reader never maps: it copies the bytes with pread, so a file resized, emptied or replaced
+//   while it is read cannot fault it, and it opens nothing that is not a regular file.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -19,6 +30,11 @@ class ShmStatsSegment final : public StatsSegment {
  public:
   static int create(const std::string& dir, const std::string& prefix, size_t size,
                     std::shared_ptr<StatsSegment>* out);
+  // create() with the temporary names taken from `next_temp_name` (tests plant files under the
+  // names it will try); create() draws them at random.
+  static int create_with_names(const std::string& dir, const std::string& prefix, size_t size,
+                               const std::function<std::string()>& next_temp_name,
+                               std::shared_ptr<StatsSegment>* out);
   ~ShmStatsSegment() override;
   void* data() override { return data_; }
   size_t size() const override { return size_; }
@@ -28,13 +44,30 @@ class ShmStatsSegment final : public StatsSegment {
   void withdraw() override;
 
  private:
+  friend struct SegmentRegistry;
   ShmStatsSegment() = default;
+  // In a forked child: the mapping becomes a private copy (the parent's counters stay the
+  // parent's) and the file is no longer this process's to rename or remove.
+  void detach_after_fork() noexcept;
+  void close_directory();
+
   void* data_ = nullptr;
   size_t size_ = 0;
   StatsOwner owner_;
-  std::string path_;
-  std::string tmp_path_;
+  std::string path_;      // dir/name, for messages
+  std::string dir_;
+  // The directory that was checked, open until publish() (every name operation until then is in
+  // it; a segment lives for the whole process and keeps no descriptor); withdraw() reopens it
+  // and goes on only when it is still the same directory.
+  int dir_fd_ = -1;
+  uint64_t dir_dev_ = 0, dir_ino_ = 0;
+  std::string name_;      // the final name
+  std::string tmp_name_;  // the temporary name, until published
+  uint64_t dev_ = 0, ino_ = 0;  // the file created, to recognise its name
   bool published_ = false;
+  bool inherited_ = false;  // this process is a fork child of the creator
+  ShmStatsSegment* prev_ = nullptr;  // the live segments of this process (SegmentRegistry)
+  ShmStatsSegment* next_ = nullptr;
 };
 
 // A segment file found by list_stats_segments: the uid and pid come from its name.
@@ -49,16 +82,20 @@ struct StatsFile {
 int list_stats_segments(const std::string& dir, const std::string& prefix,
                         std::vector<StatsFile>* out);
 
-// A read-only shared view of one segment file: its owner's later updates show through.
+// A private copy of the first bytes of one segment file, read with pread: whatever the file's
+// owner does to it meanwhile (shrink, grow, rewrite) cannot fault the reader.
 class StatsView {
  public:
-  static int open(const std::string& path, std::unique_ptr<StatsView>* out);
+  // Copies exactly `size` bytes. -EINVAL for anything but a regular file at least that large
+  // (a fifo or device is never opened, so nothing blocks), -errno when it cannot be read.
+  static int open(const std::string& path, size_t size, std::unique_ptr<StatsView>* out);
   ~StatsView();
   StatsView(const StatsView&) = delete;
   StatsView& operator=(const StatsView&) = delete;
-  const void* data() const { return data_; }
+  const void* data() const { return data_; }  // aligned for any layout (64 bytes)
   size_t size() const { return size_; }
   const std::string& path() const { return path_; }
+  unsigned file_uid() const { return uid_; }  // the file's owner, as the kernel reports it
 
  private:
   friend int remove_stats_segment(const StatsView& view);
@@ -66,6 +103,7 @@ class StatsView {
   void* data_ = nullptr;
   size_t size_ = 0;
   std::string path_;
+  unsigned uid_ = 0;
   uint64_t dev_ = 0;
   uint64_t ino_ = 0;
 };

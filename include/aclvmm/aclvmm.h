@@ -26,7 +26,8 @@
 extern "C" {
 #endif
 
-/* The statistics JSON; valid until the next call on the same thread. */
+/* The statistics JSON; valid until the next call on the same thread. NULL when it cannot be
+   composed (no memory); aclGetRecentErrMsg says why. */
 ACL_FUNC_VISIBILITY const char *aclvmmStatsJson(void);
 
 /* nth >= 1: the nth following call of `api` (e.g. "aclrtMapMem") returns `code`; nth 0 clears.
@@ -34,7 +35,18 @@ ACL_FUNC_VISIBILITY const char *aclvmmStatsJson(void);
    docs/configuration.md, ACLVMM_FAULTS): the nth following execution of that step fails with the
    errno `code` (a positive errno, e.g. 12 = ENOMEM), in the middle of whichever call runs it, and
    the call rolls back and returns an error code, usually the one the errno maps to (ENOMEM:
-   207001; most others: 507899). Failures that only cost statistics are absorbed. */
+   207001; most others: 507899). Failures that only cost statistics are absorbed.
+   A code ACLVMM_FAULT_THROW_* (below; ACL functions only) makes the nth call throw that C++
+   exception inside the library instead, at the start of the function, to test that no exception
+   leaves an exported function: the call returns 207001 (bad_alloc, length_error), 207005
+   (system_error) or 500000 (anything else) with a message, and changes nothing. Every exported
+   function counts such a rule, including those that do not start the runtime; a function that
+   returns no aclError returns its failure value (NULL, 0 or -1). Other negative codes → 100000. */
+#define ACLVMM_FAULT_THROW_BAD_ALLOC (-1)      /* std::bad_alloc */
+#define ACLVMM_FAULT_THROW_LENGTH_ERROR (-2)   /* std::length_error */
+#define ACLVMM_FAULT_THROW_SYSTEM_ERROR (-3)   /* std::system_error (EAGAIN), as std::thread throws */
+#define ACLVMM_FAULT_THROW_RUNTIME_ERROR (-4)  /* std::runtime_error */
+#define ACLVMM_FAULT_THROW_NON_STANDARD (-5)   /* an exception that is not a std::exception */
 ACL_FUNC_VISIBILITY aclError aclvmmInjectFault(const char *api, uint32_t nth, aclError code);
 
 /* Calls of `api` (or executions of a "drv.*" step) left until its armed rule fires, the failing one

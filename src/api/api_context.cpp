@@ -7,8 +7,7 @@ using namespace aclvmm;
 extern "C" {
 
 aclError aclrtCreateContext(aclrtContext* context, int32_t deviceId) {
-  const char* api = "aclrtCreateContext";
-  ACLVMM_ENTRY(api);
+  ACLVMM_API_ENTER("aclrtCreateContext");
   ACLVMM_REQUIRE_NOT_NULL(api, context);
   Runtime& rt = Runtime::get();
   auto dev = rt.physical_device(deviceId);
@@ -17,30 +16,31 @@ aclError aclrtCreateContext(aclrtContext* context, int32_t deviceId) {
   if (!ctx.ok()) return api::finish(api, ctx.status());
   *context = api::from_token(*ctx);
   return ACL_SUCCESS;
+  ACLVMM_API_EXIT();
 }
 
 aclError aclrtDestroyContext(aclrtContext context) {
-  const char* api = "aclrtDestroyContext";
-  ACLVMM_ENTRY(api);
+  ACLVMM_API_ENTER("aclrtDestroyContext");
   ACLVMM_REQUIRE_NOT_NULL(api, context);
   return api::finish(api, Runtime::get().destroy_context(api::token(context)));
+  ACLVMM_API_EXIT();
 }
 
 aclError aclrtSetCurrentContext(aclrtContext context) {
-  const char* api = "aclrtSetCurrentContext";
-  ACLVMM_ENTRY(api);
+  ACLVMM_API_ENTER("aclrtSetCurrentContext");
   ACLVMM_REQUIRE_NOT_NULL(api, context);
   return api::finish(api, Runtime::get().set_current_context(api::token(context)));
+  ACLVMM_API_EXIT();
 }
 
 aclError aclrtGetCurrentContext(aclrtContext* context) {
-  const char* api = "aclrtGetCurrentContext";
-  ACLVMM_ENTRY(api);
+  ACLVMM_API_ENTER("aclrtGetCurrentContext");
   ACLVMM_REQUIRE_NOT_NULL(api, context);
   auto ctx = Runtime::get().current_context();
   if (!ctx.ok()) return api::finish(api, ctx.status());
   *context = api::from_token(*ctx);
   return ACL_SUCCESS;
+  ACLVMM_API_EXIT();
 }
 
 }  // extern "C"

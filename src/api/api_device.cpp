@@ -49,34 +49,36 @@ uint64_t fnv1a(const std::string& s, uint64_t seed) {
 extern "C" {
 
 aclError aclrtSetDevice(int32_t deviceId) {
-  ACLVMM_ENTRY("aclrtSetDevice");
-  return api::finish("aclrtSetDevice", Runtime::get().set_device(deviceId));
+  ACLVMM_API_ENTER("aclrtSetDevice");
+  return api::finish(api, Runtime::get().set_device(deviceId));
+  ACLVMM_API_EXIT();
 }
 
 aclError aclrtResetDevice(int32_t deviceId) {
-  ACLVMM_ENTRY("aclrtResetDevice");
-  return api::finish("aclrtResetDevice", Runtime::get().reset_device(deviceId, false));
+  ACLVMM_API_ENTER("aclrtResetDevice");
+  return api::finish(api, Runtime::get().reset_device(deviceId, false));
+  ACLVMM_API_EXIT();
 }
 
 aclError aclrtResetDeviceForce(int32_t deviceId) {
-  ACLVMM_ENTRY("aclrtResetDeviceForce");
-  return api::finish("aclrtResetDeviceForce", Runtime::get().reset_device(deviceId, true));
+  ACLVMM_API_ENTER("aclrtResetDeviceForce");
+  return api::finish(api, Runtime::get().reset_device(deviceId, true));
+  ACLVMM_API_EXIT();
 }
 
 aclError aclrtGetDevice(int32_t* deviceId) {
-  const char* api = "aclrtGetDevice";
-  ACLVMM_ENTRY(api);
+  ACLVMM_API_ENTER("aclrtGetDevice");
   ACLVMM_REQUIRE_NOT_NULL(api, deviceId);
   Runtime& rt = Runtime::get();
   auto dev = rt.current_device();
   if (!dev.ok()) return api::finish(api, dev.status());
   *deviceId = rt.user_device(*dev);
   return ACL_SUCCESS;
+  ACLVMM_API_EXIT();
 }
 
 aclError aclrtGetDeviceCount(uint32_t* count) {
-  const char* api = "aclrtGetDeviceCount";
-  ACLVMM_ENTRY(api);
+  ACLVMM_API_ENTER("aclrtGetDeviceCount");
   ACLVMM_REQUIRE_NOT_NULL(api, count);
   Runtime& rt = Runtime::get();
   if (!rt.config().visible_error.empty()) {
@@ -84,16 +86,17 @@ aclError aclrtGetDeviceCount(uint32_t* count) {
   }
   *count = static_cast<uint32_t>(rt.visible_count());
   return ACL_SUCCESS;
+  ACLVMM_API_EXIT();
 }
 
 aclError aclrtSynchronizeDevice(void) {
-  ACLVMM_ENTRY("aclrtSynchronizeDevice");
-  return api::finish("aclrtSynchronizeDevice", Runtime::get().synchronize_device());
+  ACLVMM_API_ENTER("aclrtSynchronizeDevice");
+  return api::finish(api, Runtime::get().synchronize_device());
+  ACLVMM_API_EXIT();
 }
 
 aclError aclrtDeviceCanAccessPeer(int32_t* canAccessPeer, int32_t deviceId, int32_t peerDeviceId) {
-  const char* api = "aclrtDeviceCanAccessPeer";
-  ACLVMM_ENTRY(api);
+  ACLVMM_API_ENTER("aclrtDeviceCanAccessPeer");
   ACLVMM_REQUIRE_NOT_NULL(api, canAccessPeer);
   if (deviceId == peerDeviceId) return api::invalid(api, "deviceId and peerDeviceId must differ");
   Runtime& rt = Runtime::get();
@@ -103,6 +106,7 @@ aclError aclrtDeviceCanAccessPeer(int32_t* canAccessPeer, int32_t deviceId, int3
   if (!b.ok()) return api::finish(api, b.status());
   *canAccessPeer = 1;  // emulated devices share one HCCS fabric
   return ACL_SUCCESS;
+  ACLVMM_API_EXIT();
 }
 
 static aclError peer_access(const char* api, int32_t peerDeviceId, bool enable) {
@@ -118,23 +122,22 @@ static aclError peer_access(const char* api, int32_t peerDeviceId, bool enable) 
 }
 
 aclError aclrtDeviceEnablePeerAccess(int32_t peerDeviceId, uint32_t flags) {
-  const char* api = "aclrtDeviceEnablePeerAccess";
-  ACLVMM_ENTRY(api);
+  ACLVMM_API_ENTER("aclrtDeviceEnablePeerAccess");
   if (flags != 0) {
     return api::fail(api, ACL_ERROR_FEATURE_UNSUPPORTED, "flags must be 0, got " + std::to_string(flags));
   }
   return peer_access(api, peerDeviceId, true);
+  ACLVMM_API_EXIT();
 }
 
 aclError aclrtDeviceDisablePeerAccess(int32_t peerDeviceId) {
-  const char* api = "aclrtDeviceDisablePeerAccess";
-  ACLVMM_ENTRY(api);
+  ACLVMM_API_ENTER("aclrtDeviceDisablePeerAccess");
   return peer_access(api, peerDeviceId, false);
+  ACLVMM_API_EXIT();
 }
 
 aclError aclrtGetMemInfo(aclrtMemAttr attr, size_t* free, size_t* total) {
-  const char* api = "aclrtGetMemInfo";
-  ACLVMM_ENTRY(api);
+  ACLVMM_API_ENTER("aclrtGetMemInfo");
   ACLVMM_REQUIRE_NOT_NULL(api, free);
   ACLVMM_REQUIRE_NOT_NULL(api, total);
   Runtime& rt = Runtime::get();
@@ -158,11 +161,11 @@ aclError aclrtGetMemInfo(aclrtMemAttr attr, size_t* free, size_t* total) {
       return ACL_SUCCESS;
     }
   }
+  ACLVMM_API_EXIT();
 }
 
 aclError aclrtDeviceGetUuid(int32_t deviceId, aclrtUuid* uuid) {
-  const char* api = "aclrtDeviceGetUuid";
-  ACLVMM_ENTRY(api);
+  ACLVMM_API_ENTER("aclrtDeviceGetUuid");
   ACLVMM_REQUIRE_NOT_NULL(api, uuid);
   auto dev = Runtime::get().physical_device(deviceId);
   if (!dev.ok()) return api::finish(api, dev.status());
@@ -174,12 +177,15 @@ aclError aclrtDeviceGetUuid(int32_t deviceId, aclrtUuid* uuid) {
   std::memcpy(uuid->bytes, &a, 8);
   std::memcpy(uuid->bytes + 8, &b, 8);
   return ACL_SUCCESS;
+  ACLVMM_API_EXIT();
 }
 
 aclError aclrtDeviceGetBareTgid(int32_t* pid) {
-  ACLVMM_REQUIRE_NOT_NULL("aclrtDeviceGetBareTgid", pid);
+  ACLVMM_API_GUARD("aclrtDeviceGetBareTgid");
+  ACLVMM_REQUIRE_NOT_NULL(api, pid);
   *pid = bare_tgid();
   return ACL_SUCCESS;
+  ACLVMM_API_EXIT();
 }
 
 }  // extern "C"

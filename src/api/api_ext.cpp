@@ -1,6 +1,7 @@
 // The aclvmm extension API (include/aclvmm/aclvmm.h).
 #include "aclvmm/aclvmm.h"
 
+#include <cstring>
 #include <string>
 
 #include "api/api_common.h"
@@ -11,6 +12,13 @@
 
 using namespace aclvmm;
 
+static_assert(ACLVMM_FAULT_THROW_BAD_ALLOC == kFaultThrowBadAlloc &&
+                  ACLVMM_FAULT_THROW_LENGTH_ERROR == kFaultThrowLengthError &&
+                  ACLVMM_FAULT_THROW_SYSTEM_ERROR == kFaultThrowSystemError &&
+                  ACLVMM_FAULT_THROW_RUNTIME_ERROR == kFaultThrowRuntimeError &&
+                  ACLVMM_FAULT_THROW_NON_STANDARD == kFaultThrowNonStandard,
+              "aclvmm.h names the throwing fault kinds of core/faults.h");
+
 struct aclvmmKernelContext {
   Accessor who;
   int user_device = 0;
@@ -20,25 +28,34 @@ struct aclvmmKernelContext {
 extern "C" {
 
 const char* aclvmmStatsJson(void) {
+  ACLVMM_API_GUARD("aclvmmStatsJson");
   thread_local std::string buffer;
   buffer = stats_json();
   return buffer.c_str();
+  ACLVMM_API_EXIT_WITH(nullptr);
 }
 
-aclError aclvmmInjectFault(const char* api, uint32_t nth, aclError code) {
-  ACLVMM_REQUIRE_NOT_NULL("aclvmmInjectFault", api);
-  if (nth != 0 && code == ACL_SUCCESS) {
-    return api::invalid("aclvmmInjectFault", "code must be an error code, not 0");
+aclError aclvmmInjectFault(const char* name, uint32_t nth, aclError code) {
+  ACLVMM_API_GUARD("aclvmmInjectFault");
+  ACLVMM_REQUIRE_NOT_NULL(api, name);
+  if (nth != 0 && code == ACL_SUCCESS) return api::invalid(api, "code must be an error code, not 0");
+  const bool backend_step = std::strncmp(name, "drv.", 4) == 0;
+  if (nth != 0 && code < 0 && (backend_step || !is_throw_fault(code))) {
+    return api::invalid(api, "a negative code must be an ACLVMM_FAULT_THROW_* kind, for an ACL function");
   }
-  faults_arm(api, nth, code);
+  faults_arm(name, nth, code);
   return ACL_SUCCESS;
+  ACLVMM_API_EXIT();
 }
 
-uint32_t aclvmmFaultRemaining(const char* api) { return api ? faults_remaining(api) : 0; }
+uint32_t aclvmmFaultRemaining(const char* name) {
+  ACLVMM_API_GUARD("aclvmmFaultRemaining");
+  return name ? faults_remaining(name) : 0;
+  ACLVMM_API_EXIT_WITH(0u);
+}
 
 aclError aclvmmLaunchKernel(aclrtStream stream, aclvmmKernelFunc func, void* args) {
-  const char* api = "aclvmmLaunchKernel";
-  ACLVMM_ENTRY(api);
+  ACLVMM_API_ENTER("aclvmmLaunchKernel");
   ACLVMM_REQUIRE_NOT_NULL(api, func);
   Runtime& rt = Runtime::get();
   auto s = rt.resolve_stream(api::token(stream));
@@ -52,6 +69,7 @@ aclError aclvmmLaunchKernel(aclrtStream stream, aclvmmKernelFunc func, void* arg
     return Error(ctx.error.code(), "emulated kernel failed: " + ctx.error.message());
   });
   return ACL_SUCCESS;
+  ACLVMM_API_EXIT();
 }
 
 static aclError kernel_copy(const char* api, aclvmmKernelContext* ctx, void* dst, const void* src,
@@ -67,13 +85,21 @@ static aclError kernel_copy(const char* api, aclvmmKernelContext* ctx, void* dst
 }
 
 aclError aclvmmKernelRead(aclvmmKernelContext* ctx, void* dst, const void* devSrc, size_t size) {
-  return kernel_copy("aclvmmKernelRead", ctx, dst, devSrc, size);
+  ACLVMM_API_GUARD("aclvmmKernelRead");
+  return kernel_copy(api, ctx, dst, devSrc, size);
+  ACLVMM_API_EXIT();
 }
 
 aclError aclvmmKernelWrite(aclvmmKernelContext* ctx, void* devDst, const void* src, size_t size) {
-  return kernel_copy("aclvmmKernelWrite", ctx, devDst, src, size);
+  ACLVMM_API_GUARD("aclvmmKernelWrite");
+  return kernel_copy(api, ctx, devDst, src, size);
+  ACLVMM_API_EXIT();
 }
 
-int32_t aclvmmKernelDeviceId(const aclvmmKernelContext* ctx) { return ctx ? ctx->user_device : -1; }
+int32_t aclvmmKernelDeviceId(const aclvmmKernelContext* ctx) {
+  ACLVMM_API_GUARD("aclvmmKernelDeviceId");
+  return ctx ? ctx->user_device : -1;
+  ACLVMM_API_EXIT_WITH(-1);
+}
 
 }  // extern "C"

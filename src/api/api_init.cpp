@@ -6,7 +6,6 @@
 
 #include "api/api_common.h"
 #include "api/error_message.h"
-#include "core/faults.h"
 #include "core/runtime.h"
 
 using namespace aclvmm;
@@ -31,33 +30,39 @@ bool known_package(const char* name) {
 extern "C" {
 
 aclError aclInit(const char* configPath) {
-  // The environment (and with it ACLVMM_FAULTS) is read first, so a rule for aclInit fires too.
-  Status started = Runtime::get().start();
-  if (!started.ok()) return api::finish("aclInit", started);
-  if (int code = faults_check("aclInit")) {
-    return api::fail("aclInit", code, "failure injected by ACLVMM_FAULTS / aclvmmInjectFault");
-  }
-  return api::finish("aclInit", Runtime::get().init(configPath));
+  // The environment (and with it ACLVMM_FAULTS) is read by the start, so a rule for aclInit fires
+  // too.
+  ACLVMM_API_ENTER("aclInit");
+  return api::finish(api, Runtime::get().init(configPath));
+  ACLVMM_API_EXIT();
 }
 
 aclError aclFinalize() {
-  return api::finish("aclFinalize", Runtime::get().finalize());
+  ACLVMM_API_GUARD("aclFinalize");
+  return api::finish(api, Runtime::get().finalize());
+  ACLVMM_API_EXIT();
 }
 
-const char* aclGetRecentErrMsg() { return api::take_recent_errors(); }
+const char* aclGetRecentErrMsg() {
+  ACLVMM_API_GUARD("aclGetRecentErrMsg");
+  return api::take_recent_errors();
+  ACLVMM_API_EXIT_WITH(nullptr);
+}
 
 const char* aclrtGetSocName() {
+  ACLVMM_API_GUARD("aclrtGetSocName");
   Runtime& rt = Runtime::get();
   Status st = rt.start();
   if (!st.ok()) {
-    api::fail("aclrtGetSocName", st.code(), st.message());
+    api::fail(api, st.code(), st.message());
     return nullptr;
   }
   return rt.config().product.soc.c_str();
+  ACLVMM_API_EXIT_WITH(nullptr);
 }
 
 aclError aclrtGetVersion(int32_t* majorVersion, int32_t* minorVersion, int32_t* patchVersion) {
-  const char* api = "aclrtGetVersion";
+  ACLVMM_API_GUARD("aclrtGetVersion");
   if (!majorVersion || !minorVersion || !patchVersion) {
     return api::invalid(api, "majorVersion, minorVersion and patchVersion must not be NULL");
   }
@@ -65,28 +70,31 @@ aclError aclrtGetVersion(int32_t* majorVersion, int32_t* minorVersion, int32_t* 
   *minorVersion = ACL_MINOR_VERSION;
   *patchVersion = ACL_PATCH_VERSION;
   return ACL_SUCCESS;
+  ACLVMM_API_EXIT();
 }
 
 aclError aclsysGetVersionStr(char* pkgName, char* versionStr) {
-  const char* api = "aclsysGetVersionStr";
+  ACLVMM_API_GUARD("aclsysGetVersionStr");
   ACLVMM_REQUIRE_NOT_NULL(api, pkgName);
   ACLVMM_REQUIRE_NOT_NULL(api, versionStr);
   if (!known_package(pkgName)) return api::invalid(api, std::string("unknown package ") + pkgName);
   std::snprintf(versionStr, ACL_PKG_VERSION_MAX_SIZE, "%s", kCannVersion);
   return ACL_SUCCESS;
+  ACLVMM_API_EXIT();
 }
 
 aclError aclsysGetVersionNum(char* pkgName, int32_t* versionNum) {
-  const char* api = "aclsysGetVersionNum";
+  ACLVMM_API_GUARD("aclsysGetVersionNum");
   ACLVMM_REQUIRE_NOT_NULL(api, pkgName);
   ACLVMM_REQUIRE_NOT_NULL(api, versionNum);
   if (!known_package(pkgName)) return api::invalid(api, std::string("unknown package ") + pkgName);
   *versionNum = kCannMajor * 10000000 + kCannMinor * 100000 + kCannPatch * 1000;
   return ACL_SUCCESS;
+  ACLVMM_API_EXIT();
 }
 
 aclError aclsysGetCANNVersion(aclCANNPackageName name, aclCANNPackageVersion* version) {
-  const char* api = "aclsysGetCANNVersion";
+  ACLVMM_API_GUARD("aclsysGetCANNVersion");
   ACLVMM_REQUIRE_NOT_NULL(api, version);
   if (api::raw(name) < ACL_PKG_NAME_CANN || api::raw(name) > ACL_PKG_NAME_DRIVER) {
     return api::invalid(api, "name " + std::to_string(api::raw(name)) + " is not a package");
@@ -98,12 +106,15 @@ aclError aclsysGetCANNVersion(aclCANNPackageName name, aclCANNPackageVersion* ve
   std::snprintf(version->releaseVersion, sizeof version->releaseVersion, "%d", kCannPatch);
   std::snprintf(version->patchVersion, sizeof version->patchVersion, "%d", 0);
   return ACL_SUCCESS;
+  ACLVMM_API_EXIT();
 }
 
 aclError aclrtGetRunMode(aclrtRunMode* runMode) {
-  ACLVMM_REQUIRE_NOT_NULL("aclrtGetRunMode", runMode);
+  ACLVMM_API_GUARD("aclrtGetRunMode");
+  ACLVMM_REQUIRE_NOT_NULL(api, runMode);
   *runMode = ACL_HOST;  // the application always runs on the host, next to the emulated devices
   return ACL_SUCCESS;
+  ACLVMM_API_EXIT();
 }
 
 }  // extern "C"

@@ -48,8 +48,7 @@ Status map_block(uint64_t dst, uint64_t size, uint64_t src, uint32_t link) {
 extern "C" {
 
 aclError aclrtMemMapSetLink(aclrtDrvMemHandle handle, aclrtMemLinkType adviceLink) {
-  const char* api = "aclrtMemMapSetLink";
-  ACLVMM_ENTRY(api);
+  ACLVMM_API_ENTER("aclrtMemMapSetLink");
   ACLVMM_REQUIRE_NOT_NULL(api, handle);
   const uint32_t link = static_cast<uint32_t>(api::raw(adviceLink));
   if (link > 3) return api::fail(api, ACL_ERROR_RT_PARAM_INVALID, "adviceLink must be 0..3");
@@ -65,11 +64,11 @@ aclError aclrtMemMapSetLink(aclrtDrvMemHandle handle, aclrtMemLinkType adviceLin
   }
   phys->link = link;
   return ACL_SUCCESS;
+  ACLVMM_API_EXIT();
 }
 
 aclError aclrtMemMapSelectedLink(void* virPtrDst, size_t size, void* virPtrSrc, uint32_t linkIdx) {
-  const char* api = "aclrtMemMapSelectedLink";
-  ACLVMM_ENTRY(api);
+  ACLVMM_API_ENTER("aclrtMemMapSelectedLink");
   ACLVMM_REQUIRE_NOT_NULL(api, virPtrDst);
   ACLVMM_REQUIRE_NOT_NULL(api, virPtrSrc);
   if (size == 0) return api::invalid(api, "size must be greater than 0");
@@ -100,11 +99,11 @@ aclError aclrtMemMapSelectedLink(void* virPtrDst, size_t size, void* virPtrSrc, 
     }
   }
   return api::finish(api, st);
+  ACLVMM_API_EXIT();
 }
 
 aclError aclrtMemP2PMap(void* devPtr, size_t size, int32_t dstDevId, uint64_t flags) {
-  const char* api = "aclrtMemP2PMap";
-  ACLVMM_ENTRY(api);
+  ACLVMM_API_ENTER("aclrtMemP2PMap");
   ACLVMM_REQUIRE_NOT_NULL(api, devPtr);
   if (size == 0) return api::invalid(api, "size must be greater than 0");
   if (flags != 0) return api::invalid(api, "flags must be 0");
@@ -118,6 +117,7 @@ aclError aclrtMemP2PMap(void* devPtr, size_t size, int32_t dstDevId, uint64_t fl
   // The peer's page tables gain the range: device memory mappings there become read-write for
   // the peer, and an aclrtMalloc block's device opens peer access with it.
   return api::finish(api, vmm::p2p_map(api::addr(devPtr), size, *dev));
+  ACLVMM_API_EXIT();
 }
 
 }  // extern "C"

@@ -109,8 +109,7 @@ aclError get_attr(const char* api, aclrtMemManagedRangeAttribute attribute, cons
 extern "C" {
 
 aclError aclrtMemAllocManaged(void** ptr, uint64_t size, uint32_t flag) {
-  const char* api = "aclrtMemAllocManaged";
-  ACLVMM_ENTRY(api);
+  ACLVMM_API_ENTER("aclrtMemAllocManaged");
   ACLVMM_REQUIRE_NOT_NULL(api, ptr);
   if (flag != ACL_RT_MEM_ATTACH_GLOBAL) return api::invalid(api, "flag must be ACL_RT_MEM_ATTACH_GLOBAL");
   if (size == 0) return api::fail(api, ACL_ERROR_RT_PARAM_INVALID, "size must be greater than 0");
@@ -120,12 +119,12 @@ aclError aclrtMemAllocManaged(void** ptr, uint64_t size, uint32_t flag) {
   if (!p.ok()) return api::finish(api, p.status());
   *ptr = reinterpret_cast<void*>(*p);
   return ACL_SUCCESS;
+  ACLVMM_API_EXIT();
 }
 
 aclError aclrtMemManagedAdvise(const void* const ptr, uint64_t size, aclrtMemManagedAdviseType advise,
                                aclrtMemManagedLocation location) {
-  const char* api = "aclrtMemManagedAdvise";
-  ACLVMM_ENTRY(api);
+  ACLVMM_API_ENTER("aclrtMemManagedAdvise");
   ACLVMM_REQUIRE_NOT_NULL(api, ptr);
   if (size == 0) return api::invalid(api, "size must be greater than 0");
   if (api::raw(advise) < 0 || api::raw(advise) > ACL_MEM_ADVISE_UNSET_ACCESSED_BY) {
@@ -139,24 +138,24 @@ aclError aclrtMemManagedAdvise(const void* const ptr, uint64_t size, aclrtMemMan
   ManagedLocation where = to_core(location);
   if (api::raw(location.type) == ACL_MEM_LOCATIONTYPE_HOST_NUMA_CURRENT) where.type = 4;
   return api::finish(api, Runtime::get().managed().advise(api::addr(ptr), size, api::raw(advise), where));
+  ACLVMM_API_EXIT();
 }
 
 aclError aclrtMemManagedGetAttr(aclrtMemManagedRangeAttribute attribute, const void* ptr, size_t size,
                                 void* data, size_t dataSize) {
-  const char* api = "aclrtMemManagedGetAttr";
-  ACLVMM_ENTRY(api);
+  ACLVMM_API_ENTER("aclrtMemManagedGetAttr");
   ACLVMM_REQUIRE_NOT_NULL(api, ptr);
   ACLVMM_REQUIRE_NOT_NULL(api, data);
   if (size == 0) return api::invalid(api, "size must be greater than 0");
   if (!attribute_valid(attribute)) return api::fail(api, ACL_ERROR_RT_PARAM_INVALID, "attribute must be 1..8");
   if (aclError e = gate(api)) return e;
   return get_attr(api, attribute, ptr, size, data, dataSize);
+  ACLVMM_API_EXIT();
 }
 
 aclError aclrtMemManagedGetAttrs(aclrtMemManagedRangeAttribute* attributes, size_t numAttributes,
                                  const void* ptr, size_t size, void** data, size_t* dataSizes) {
-  const char* api = "aclrtMemManagedGetAttrs";
-  ACLVMM_ENTRY(api);
+  ACLVMM_API_ENTER("aclrtMemManagedGetAttrs");
   ACLVMM_REQUIRE_NOT_NULL(api, ptr);
   ACLVMM_REQUIRE_NOT_NULL(api, attributes);
   ACLVMM_REQUIRE_NOT_NULL(api, data);
@@ -174,25 +173,25 @@ aclError aclrtMemManagedGetAttrs(aclrtMemManagedRangeAttribute* attributes, size
     if (aclError e = get_attr(api, attributes[i], ptr, size, data[i], dataSizes[i])) return e;
   }
   return ACL_SUCCESS;
+  ACLVMM_API_EXIT();
 }
 
 aclError aclrtMemManagedPrefetchAsync(const void* ptr, size_t size, aclrtMemManagedLocation location,
                                       uint32_t flags, aclrtStream stream) {
-  const char* api = "aclrtMemManagedPrefetchAsync";
-  ACLVMM_ENTRY(api);
+  ACLVMM_API_ENTER("aclrtMemManagedPrefetchAsync");
   ACLVMM_REQUIRE_NOT_NULL(api, ptr);
   if (size == 0) return api::invalid(api, "size must be greater than 0");
   if (flags != 0) return api::invalid(api, "flags must be 0");
   if (aclError e = check_prefetch_location(api, location)) return e;
   if (aclError e = gate(api)) return e;
   return api::finish(api, prefetch_on(stream, {{api::addr(ptr), size}}, to_core(location)));
+  ACLVMM_API_EXIT();
 }
 
 aclError aclrtMemManagedPrefetchBatchAsync(const void** ptrs, size_t* sizes, size_t count,
                                            aclrtMemManagedLocation* prefetchLocs, size_t* prefetchLocIdxs,
                                            size_t numPrefetchLocs, uint64_t flags, aclrtStream stream) {
-  const char* api = "aclrtMemManagedPrefetchBatchAsync";
-  ACLVMM_ENTRY(api);
+  ACLVMM_API_ENTER("aclrtMemManagedPrefetchBatchAsync");
   if (!ptrs || !sizes || !prefetchLocs || !prefetchLocIdxs) {
     return api::invalid(api, "ptrs, sizes, prefetchLocs and prefetchLocIdxs must not be NULL");
   }
@@ -222,6 +221,7 @@ aclError aclrtMemManagedPrefetchBatchAsync(const void** ptrs, size_t* sizes, siz
     if (!st.ok()) return api::finish(api, st);
   }
   return ACL_SUCCESS;
+  ACLVMM_API_EXIT();
 }
 
 }  // extern "C"

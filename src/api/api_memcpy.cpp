@@ -42,16 +42,17 @@ Status labelled(const char* api, Status st) {
 extern "C" {
 
 aclError aclrtMemcpy(void* dst, size_t destMax, const void* src, size_t count, aclrtMemcpyKind kind) {
-  const char* api = "aclrtMemcpy";
+  ACLVMM_API_GUARD("aclrtMemcpy");
   if (count == 0) return ACL_SUCCESS;
   ACLVMM_ENTRY(api);
   if (aclError e = check_copy(api, dst, destMax, src, count, kind)) return e;
   return api::finish(api, memops::copy(dst, src, count, Runtime::get().accessor()));
+  ACLVMM_API_EXIT();
 }
 
 aclError aclrtMemcpyAsync(void* dst, size_t destMax, const void* src, size_t count,
                           aclrtMemcpyKind kind, aclrtStream stream) {
-  const char* api = "aclrtMemcpyAsync";
+  ACLVMM_API_GUARD("aclrtMemcpyAsync");
   if (count == 0) return ACL_SUCCESS;
   ACLVMM_ENTRY(api);
   if (aclError e = check_copy(api, dst, destMax, src, count, kind)) return e;
@@ -60,20 +61,22 @@ aclError aclrtMemcpyAsync(void* dst, size_t destMax, const void* src, size_t cou
   Accessor who = Runtime::get().accessor_for((*s)->device());
   (*s)->enqueue([=] { return labelled(api, memops::copy(dst, src, count, who)); });
   return ACL_SUCCESS;
+  ACLVMM_API_EXIT();
 }
 
 aclError aclrtMemset(void* devPtr, size_t maxCount, int32_t value, size_t count) {
-  const char* api = "aclrtMemset";
+  ACLVMM_API_GUARD("aclrtMemset");
   if (count == 0) return ACL_SUCCESS;
   ACLVMM_ENTRY(api);
   if (aclError e = check_set(api, devPtr, maxCount, count)) return e;
   return api::finish(api, memops::fill(devPtr, static_cast<uint8_t>(value), count,
                                        Runtime::get().accessor()));
+  ACLVMM_API_EXIT();
 }
 
 aclError aclrtMemsetAsync(void* devPtr, size_t maxCount, int32_t value, size_t count,
                           aclrtStream stream) {
-  const char* api = "aclrtMemsetAsync";
+  ACLVMM_API_GUARD("aclrtMemsetAsync");
   if (count == 0) return ACL_SUCCESS;
   ACLVMM_ENTRY(api);
   if (aclError e = check_set(api, devPtr, maxCount, count)) return e;
@@ -84,6 +87,7 @@ aclError aclrtMemsetAsync(void* devPtr, size_t maxCount, int32_t value, size_t c
     return labelled(api, memops::fill(devPtr, static_cast<uint8_t>(value), count, who));
   });
   return ACL_SUCCESS;
+  ACLVMM_API_EXIT();
 }
 
 }  // extern "C"

@@ -9,7 +9,6 @@ namespace {
 // `policy` arrives as an int: a C caller may pass any value, and loading an out-of-range value as the
 // enum type (even to pass it on) is undefined behaviour (found by tests/fuzz).
 aclError device_malloc(const char* api, void** devPtr, size_t size, int policy) {
-  ACLVMM_ENTRY(api);
   ACLVMM_REQUIRE_NOT_NULL(api, devPtr);
   if (size == 0) return api::invalid(api, "size must be greater than 0");
   auto p = vmm::device_malloc(size, policy);
@@ -23,37 +22,41 @@ aclError device_malloc(const char* api, void** devPtr, size_t size, int policy) 
 extern "C" {
 
 aclError aclrtMalloc(void** devPtr, size_t size, aclrtMemMallocPolicy policy) {
-  return device_malloc("aclrtMalloc", devPtr, size, api::raw(policy));
+  ACLVMM_API_ENTER("aclrtMalloc");
+  return device_malloc(api, devPtr, size, api::raw(policy));
+  ACLVMM_API_EXIT();
 }
 
 // Kept as its own exported symbol: memory savers interpose it (clients.md A22).
 aclError aclrtMallocAlign32(void** devPtr, size_t size, aclrtMemMallocPolicy policy) {
-  return device_malloc("aclrtMallocAlign32", devPtr, size, api::raw(policy));
+  ACLVMM_API_ENTER("aclrtMallocAlign32");
+  return device_malloc(api, devPtr, size, api::raw(policy));
+  ACLVMM_API_EXIT();
 }
 
 aclError aclrtMallocHost(void** hostPtr, size_t size) {
-  const char* api = "aclrtMallocHost";
-  ACLVMM_ENTRY(api);
+  ACLVMM_API_ENTER("aclrtMallocHost");
   ACLVMM_REQUIRE_NOT_NULL(api, hostPtr);
   if (size == 0) return api::invalid(api, "size must be greater than 0");
   auto p = vmm::host_malloc(size);
   if (!p.ok()) return api::finish(api, p.status());
   *hostPtr = reinterpret_cast<void*>(*p);
   return ACL_SUCCESS;
+  ACLVMM_API_EXIT();
 }
 
 aclError aclrtFree(void* devPtr) {
-  const char* api = "aclrtFree";
-  ACLVMM_ENTRY(api);
+  ACLVMM_API_ENTER("aclrtFree");
   ACLVMM_REQUIRE_NOT_NULL(api, devPtr);
   return api::finish(api, vmm::device_free(api::addr(devPtr)));
+  ACLVMM_API_EXIT();
 }
 
 aclError aclrtFreeHost(void* hostPtr) {
-  const char* api = "aclrtFreeHost";
-  ACLVMM_ENTRY(api);
+  ACLVMM_API_ENTER("aclrtFreeHost");
   ACLVMM_REQUIRE_NOT_NULL(api, hostPtr);
   return api::finish(api, vmm::host_free(api::addr(hostPtr)));
+  ACLVMM_API_EXIT();
 }
 
 }  // extern "C"

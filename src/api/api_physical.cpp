@@ -30,8 +30,7 @@ extern "C" {
 
 aclError aclrtMallocPhysical(aclrtDrvMemHandle* handle, size_t size, const aclrtPhysicalMemProp* prop,
                              uint64_t flags) {
-  const char* api = "aclrtMallocPhysical";
-  ACLVMM_ENTRY(api);
+  ACLVMM_API_ENTER("aclrtMallocPhysical");
   ACLVMM_REQUIRE_NOT_NULL(api, handle);
   ACLVMM_REQUIRE_NOT_NULL(api, prop);
   if (size == 0) return api::invalid(api, "size must be greater than 0");
@@ -81,19 +80,19 @@ aclError aclrtMallocPhysical(aclrtDrvMemHandle* handle, size_t size, const aclrt
   if (!h.ok()) return api::finish(api, h.status());
   *handle = api::from_token(*h);
   return ACL_SUCCESS;
+  ACLVMM_API_EXIT();
 }
 
 aclError aclrtFreePhysical(aclrtDrvMemHandle handle) {
-  const char* api = "aclrtFreePhysical";
-  ACLVMM_ENTRY(api);
+  ACLVMM_API_ENTER("aclrtFreePhysical");
   ACLVMM_REQUIRE_NOT_NULL(api, handle);
   return api::finish(api, vmm::free_physical(api::token(handle)));
+  ACLVMM_API_EXIT();
 }
 
 aclError aclrtMemGetAllocationGranularity(aclrtPhysicalMemProp* prop, aclrtMemGranularityOptions option,
                                           size_t* granularity) {
-  const char* api = "aclrtMemGetAllocationGranularity";
-  ACLVMM_ENTRY(api);
+  ACLVMM_API_ENTER("aclrtMemGetAllocationGranularity");
   ACLVMM_REQUIRE_NOT_NULL(api, prop);
   ACLVMM_REQUIRE_NOT_NULL(api, granularity);
   api::PageAndMemory pm;
@@ -120,22 +119,22 @@ aclError aclrtMemGetAllocationGranularity(aclrtPhysicalMemProp* prop, aclrtMemGr
   }
   *granularity = pm.page == kHuge1GPage ? kGiB1 : kMiB2;
   return ACL_SUCCESS;
+  ACLVMM_API_EXIT();
 }
 
 aclError aclrtMemRetainAllocationHandle(void* virPtr, aclrtDrvMemHandle* handle) {
-  const char* api = "aclrtMemRetainAllocationHandle";
-  ACLVMM_ENTRY(api);
+  ACLVMM_API_ENTER("aclrtMemRetainAllocationHandle");
   ACLVMM_REQUIRE_NOT_NULL(api, virPtr);
   ACLVMM_REQUIRE_NOT_NULL(api, handle);
   auto h = vmm::retain(api::addr(virPtr));
   if (!h.ok()) return api::finish(api, h.status());
   *handle = api::from_token(*h);
   return ACL_SUCCESS;
+  ACLVMM_API_EXIT();
 }
 
 aclError aclrtMemGetAllocationPropertiesFromHandle(aclrtDrvMemHandle handle, aclrtPhysicalMemProp* prop) {
-  const char* api = "aclrtMemGetAllocationPropertiesFromHandle";
-  ACLVMM_ENTRY(api);
+  ACLVMM_API_ENTER("aclrtMemGetAllocationPropertiesFromHandle");
   ACLVMM_REQUIRE_NOT_NULL(api, handle);
   ACLVMM_REQUIRE_NOT_NULL(api, prop);
   auto spec = vmm::properties(api::token(handle));
@@ -154,6 +153,7 @@ aclError aclrtMemGetAllocationPropertiesFromHandle(aclrtDrvMemHandle handle, acl
   prop->location.id = static_cast<uint32_t>(spec->device);  // the driver's id, as the vendor reports
   prop->reserve = spec->reserve;
   return ACL_SUCCESS;
+  ACLVMM_API_EXIT();
 }
 
 }  // extern "C"

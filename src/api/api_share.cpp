@@ -77,8 +77,7 @@ extern "C" {
 
 aclError aclrtMemExportToShareableHandle(aclrtDrvMemHandle handle, aclrtMemHandleType handleType,
                                          uint64_t flags, uint64_t* shareableHandle) {
-  const char* api = "aclrtMemExportToShareableHandle";
-  ACLVMM_ENTRY(api);
+  ACLVMM_API_ENTER("aclrtMemExportToShareableHandle");
   ACLVMM_REQUIRE_NOT_NULL(api, handle);
   if (api::raw(handleType) != ACL_MEM_HANDLE_TYPE_NONE) return api::invalid(api, "handleType must be NONE");
   ACLVMM_REQUIRE_NOT_NULL(api, shareableHandle);
@@ -87,12 +86,12 @@ aclError aclrtMemExportToShareableHandle(aclrtDrvMemHandle handle, aclrtMemHandl
   if (aclError e = export_handle(api, handle, flags, &token, &physical)) return e;
   *shareableHandle = token;
   return ACL_SUCCESS;
+  ACLVMM_API_EXIT();
 }
 
 aclError aclrtMemExportToShareableHandleV2(aclrtDrvMemHandle handle, uint64_t flags,
                                            aclrtMemSharedHandleType shareType, void* shareableHandle) {
-  const char* api = "aclrtMemExportToShareableHandleV2";
-  ACLVMM_ENTRY(api);
+  ACLVMM_API_ENTER("aclrtMemExportToShareableHandleV2");
   ACLVMM_REQUIRE_NOT_NULL(api, handle);
   ACLVMM_REQUIRE_NOT_NULL(api, shareableHandle);
   if (aclError e = check_share_type(api, shareType)) return e;
@@ -106,20 +105,20 @@ aclError aclrtMemExportToShareableHandleV2(aclrtDrvMemHandle handle, uint64_t fl
     std::memcpy(shareableHandle, &token, sizeof token);
   }
   return ACL_SUCCESS;
+  ACLVMM_API_EXIT();
 }
 
 aclError aclrtMemSetPidToShareableHandle(uint64_t shareableHandle, int32_t* pid, size_t pidNum) {
-  const char* api = "aclrtMemSetPidToShareableHandle";
-  ACLVMM_ENTRY(api);
+  ACLVMM_API_ENTER("aclrtMemSetPidToShareableHandle");
   ACLVMM_REQUIRE_NOT_NULL(api, pid);
   if (pidNum == 0) return api::invalid(api, "pidNum must be greater than 0");
   return set_pids(api, shareableHandle, pid, pidNum);
+  ACLVMM_API_EXIT();
 }
 
 aclError aclrtMemSetPidToShareableHandleV2(void* shareableHandle, aclrtMemSharedHandleType shareType,
                                            int32_t* pid, size_t pidNum) {
-  const char* api = "aclrtMemSetPidToShareableHandleV2";
-  ACLVMM_ENTRY(api);
+  ACLVMM_API_ENTER("aclrtMemSetPidToShareableHandleV2");
   ACLVMM_REQUIRE_NOT_NULL(api, shareableHandle);
   ACLVMM_REQUIRE_NOT_NULL(api, pid);
   if (pidNum == 0) return api::invalid(api, "pidNum must be greater than 0");
@@ -135,12 +134,12 @@ aclError aclrtMemSetPidToShareableHandleV2(void* shareableHandle, aclrtMemShared
     std::memcpy(&token, shareableHandle, sizeof token);
   }
   return set_pids(api, token, pid, pidNum);
+  ACLVMM_API_EXIT();
 }
 
 aclError aclrtMemImportFromShareableHandle(uint64_t shareableHandle, int32_t deviceId,
                                            aclrtDrvMemHandle* handle) {
-  const char* api = "aclrtMemImportFromShareableHandle";
-  ACLVMM_ENTRY(api);
+  ACLVMM_API_ENTER("aclrtMemImportFromShareableHandle");
   ACLVMM_REQUIRE_NOT_NULL(api, handle);
   Runtime& rt = Runtime::get();
   auto dev = rt.physical_device(deviceId);
@@ -148,12 +147,12 @@ aclError aclrtMemImportFromShareableHandle(uint64_t shareableHandle, int32_t dev
   auto ctx = rt.current_context();
   if (!ctx.ok()) return api::finish(api, ctx.status());
   return import(api, shareableHandle, *dev, handle);
+  ACLVMM_API_EXIT();
 }
 
 aclError aclrtMemImportFromShareableHandleV2(void* shareableHandle, aclrtMemSharedHandleType shareType,
                                              uint64_t flags, aclrtDrvMemHandle* handle) {
-  const char* api = "aclrtMemImportFromShareableHandleV2";
-  ACLVMM_ENTRY(api);
+  ACLVMM_API_ENTER("aclrtMemImportFromShareableHandleV2");
   ACLVMM_REQUIRE_NOT_NULL(api, shareableHandle);
   ACLVMM_REQUIRE_NOT_NULL(api, handle);
   if (flags != 0) return api::invalid(api, "flags must be 0");
@@ -172,6 +171,7 @@ aclError aclrtMemImportFromShareableHandleV2(void* shareableHandle, aclrtMemShar
     std::memcpy(&token, shareableHandle, sizeof token);
   }
   return import(api, token, *dev, handle);
+  ACLVMM_API_EXIT();
 }
 
 }  // extern "C"

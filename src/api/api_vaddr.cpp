@@ -12,7 +12,6 @@ namespace {
 
 aclError reserve(const char* api, void** virPtr, size_t size, size_t alignment, void* expectPtr,
                  uint64_t flags, bool no_uc) {
-  ACLVMM_ENTRY(api);
   ACLVMM_REQUIRE_NOT_NULL(api, virPtr);
   if (size == 0) return api::invalid(api, "size must be greater than 0");
   // Flag 1 (huge pages) is a compatibility hint that PyTorch and others pass.
@@ -31,7 +30,6 @@ aclError reserve(const char* api, void** virPtr, size_t size, size_t alignment, 
 
 aclError map(const char* api, void* virPtr, size_t size, size_t offset, aclrtDrvMemHandle handle,
              uint64_t flags, bool no_access) {
-  ACLVMM_ENTRY(api);
   ACLVMM_REQUIRE_NOT_NULL(api, virPtr);
   ACLVMM_REQUIRE_NOT_NULL(api, handle);
   if (size == 0) return api::invalid(api, "size must be greater than 0");
@@ -49,48 +47,56 @@ extern "C" {
 
 aclError aclrtReserveMemAddress(void** virPtr, size_t size, size_t alignment, void* expectPtr,
                                 uint64_t flags) {
-  return reserve("aclrtReserveMemAddress", virPtr, size, alignment, expectPtr, flags, false);
+  ACLVMM_API_ENTER("aclrtReserveMemAddress");
+  return reserve(api, virPtr, size, alignment, expectPtr, flags, false);
+  ACLVMM_API_EXIT();
 }
 
 aclError aclrtReserveMemAddressNoUCMemory(void** virPtr, size_t size, size_t alignment, void* expectPtr,
                                           uint64_t flags) {
-  return reserve("aclrtReserveMemAddressNoUCMemory", virPtr, size, alignment, expectPtr, flags, true);
+  ACLVMM_API_ENTER("aclrtReserveMemAddressNoUCMemory");
+  return reserve(api, virPtr, size, alignment, expectPtr, flags, true);
+  ACLVMM_API_EXIT();
 }
 
 aclError aclrtReleaseMemAddress(void* virPtr) {
-  const char* api = "aclrtReleaseMemAddress";
-  ACLVMM_ENTRY(api);
+  ACLVMM_API_ENTER("aclrtReleaseMemAddress");
   ACLVMM_REQUIRE_NOT_NULL(api, virPtr);
   return api::finish(api, vmm::release(api::addr(virPtr)));
+  ACLVMM_API_EXIT();
 }
 
 aclError aclrtMapMem(void* virPtr, size_t size, size_t offset, aclrtDrvMemHandle handle, uint64_t flags) {
-  return map("aclrtMapMem", virPtr, size, offset, handle, flags, false);
+  ACLVMM_API_ENTER("aclrtMapMem");
+  return map(api, virPtr, size, offset, handle, flags, false);
+  ACLVMM_API_EXIT();
 }
 
 aclError aclrtMemMapNoAccess(void* virPtr, size_t size, size_t offset, aclrtDrvMemHandle handle,
                              uint64_t flags) {
-  return map("aclrtMemMapNoAccess", virPtr, size, offset, handle, flags, true);
+  ACLVMM_API_ENTER("aclrtMemMapNoAccess");
+  return map(api, virPtr, size, offset, handle, flags, true);
+  ACLVMM_API_EXIT();
 }
 
 aclError aclrtUnmapMem(void* virPtr) {
-  const char* api = "aclrtUnmapMem";
-  ACLVMM_ENTRY(api);
+  ACLVMM_API_ENTER("aclrtUnmapMem");
   ACLVMM_REQUIRE_NOT_NULL(api, virPtr);
   return api::finish(api, vmm::unmap(api::addr(virPtr)));
+  ACLVMM_API_EXIT();
 }
 
 aclError aclrtMemSetAccess(void* virPtr, size_t size, aclrtMemAccessDesc* desc, size_t count) {
-  const char* api = "aclrtMemSetAccess";
-  ACLVMM_ENTRY(api);
+  ACLVMM_API_ENTER("aclrtMemSetAccess");
   // No ACL-layer checks here: the vendor's runtime checks these and answers 107000.
   if (!virPtr || !desc) {
     return api::fail(api, ACL_ERROR_RT_PARAM_INVALID, "virPtr and desc must not be NULL");
   }
   if (count == 0) return api::fail(api, ACL_ERROR_RT_PARAM_INVALID, "count must be greater than 0");
   const bool quirks = Runtime::get().quirks();
+  // `count` is not trusted for an allocation: the descriptors are validated one by one, and the
+  // first bad one ends the call (a huge count answers exactly as a short one does).
   std::vector<AccessChange> changes;
-  changes.reserve(count);
   for (size_t i = 0; i < count; ++i) {
     const aclrtMemAccessDesc& d = desc[i];
     const int flags = api::raw(d.flags);
@@ -111,11 +117,11 @@ aclError aclrtMemSetAccess(void* virPtr, size_t size, aclrtMemAccessDesc* desc, 
     changes.push_back(c);
   }
   return api::finish(api, vmm::set_access(api::addr(virPtr), size, changes));
+  ACLVMM_API_EXIT();
 }
 
 aclError aclrtMemGetAccess(void* virPtr, aclrtMemLocation* location, uint64_t* flag) {
-  const char* api = "aclrtMemGetAccess";
-  ACLVMM_ENTRY(api);
+  ACLVMM_API_ENTER("aclrtMemGetAccess");
   ACLVMM_REQUIRE_NOT_NULL(api, virPtr);
   ACLVMM_REQUIRE_NOT_NULL(api, location);
   ACLVMM_REQUIRE_NOT_NULL(api, flag);
@@ -126,11 +132,11 @@ aclError aclrtMemGetAccess(void* virPtr, aclrtMemLocation* location, uint64_t* f
   if (!flags.ok()) return api::finish(api, flags.status());
   *flag = static_cast<uint64_t>(*flags);
   return ACL_SUCCESS;
+  ACLVMM_API_EXIT();
 }
 
 aclError aclrtMemGetAddressRange(void* ptr, void** pbase, size_t* psize) {
-  const char* api = "aclrtMemGetAddressRange";
-  ACLVMM_ENTRY(api);
+  ACLVMM_API_ENTER("aclrtMemGetAddressRange");
   ACLVMM_REQUIRE_NOT_NULL(api, ptr);
   if (!pbase && !psize) {
     return api::fail(api, ACL_ERROR_RT_PARAM_INVALID, "pbase and psize must not both be NULL");
@@ -140,11 +146,11 @@ aclError aclrtMemGetAddressRange(void* ptr, void** pbase, size_t* psize) {
   if (pbase) *pbase = reinterpret_cast<void*>(range->base);
   if (psize) *psize = range->size;
   return ACL_SUCCESS;
+  ACLVMM_API_EXIT();
 }
 
 aclError aclrtPointerGetAttributes(const void* ptr, aclrtPtrAttributes* attributes) {
-  const char* api = "aclrtPointerGetAttributes";
-  ACLVMM_ENTRY(api);
+  ACLVMM_API_ENTER("aclrtPointerGetAttributes");
   ACLVMM_REQUIRE_NOT_NULL(api, ptr);
   ACLVMM_REQUIRE_NOT_NULL(api, attributes);
   auto info = vmm::pointer_info(api::addr(ptr));
@@ -169,6 +175,7 @@ aclError aclrtPointerGetAttributes(const void* ptr, aclrtPtrAttributes* attribut
   }
   attributes->pageSize = info->page_size;
   return ACL_SUCCESS;
+  ACLVMM_API_EXIT();
 }
 
 }  // extern "C"

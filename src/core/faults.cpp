@@ -38,11 +38,16 @@ void faults_arm(const std::string& api, uint32_t nth, int code) {
   g_any.store(!g_armed.empty());
 }
 
-int faults_check(const char* api) {
+namespace {
+
+// A name has at most one rule; a call counts against it only when it is of the asked kind, so the
+// barrier and the runtime's own check never count one call twice.
+int check(const char* api, bool throwing) {
   if (!g_any.load(std::memory_order_relaxed)) return 0;
   std::lock_guard<std::mutex> lock(g_mu);
   for (auto it = g_armed.begin(); it != g_armed.end(); ++it) {
     if (std::strcmp(it->api.c_str(), api) != 0) continue;
+    if ((it->code < 0) != throwing) return 0;
     if (--it->remaining > 0) return 0;
     int code = it->code;
     g_armed.erase(it);
@@ -51,6 +56,11 @@ int faults_check(const char* api) {
   }
   return 0;
 }
+
+}  // namespace
+
+int faults_check(const char* api) { return check(api, false); }
+int faults_check_throw(const char* api) { return check(api, true); }
 
 uint32_t faults_remaining(const std::string& api) {
   std::lock_guard<std::mutex> lock(g_mu);

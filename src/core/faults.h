@@ -19,8 +19,22 @@ namespace aclvmm {
 void faults_reset(const std::vector<FaultRule>& rules);
 // nth 0 clears the rule for `api`.
 void faults_arm(const std::string& api, uint32_t nth, int code);
-// Counts one call of `api`; returns the code to fail with, or 0.
+// Codes below 0 make the call throw a C++ exception at the API layer's barrier instead of
+// returning a code (src/api/api_guard.h; aclvmm.h names them ACLVMM_FAULT_THROW_*). They are how
+// the test of that barrier reaches every exported function.
+constexpr int kFaultThrowBadAlloc = -1;     // std::bad_alloc
+constexpr int kFaultThrowLengthError = -2;  // std::length_error
+constexpr int kFaultThrowSystemError = -3;  // std::system_error (EAGAIN), as std::thread throws
+constexpr int kFaultThrowRuntimeError = -4; // std::runtime_error
+constexpr int kFaultThrowNonStandard = -5;  // an int: not a std::exception at all
+constexpr bool is_throw_fault(int code) {
+  return code <= kFaultThrowBadAlloc && code >= kFaultThrowNonStandard;
+}
+
+// Counts one call of `api` against a rule with a code (> 0); returns the code to fail with, or 0.
 int faults_check(const char* api);
+// Counts one call of `api` against a throwing rule; returns its kFaultThrow* code, or 0.
+int faults_check_throw(const char* api);
 // Calls of `api` until its rule fires, the failing one included; 0 when no rule is armed for it
 // (it never was, was cleared, or has fired).
 uint32_t faults_remaining(const std::string& api);

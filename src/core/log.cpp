@@ -110,27 +110,8 @@ const char* proc_name() {
   return name;
 }
 
-}  // namespace
-
-void reconfigure() {
-  std::lock_guard<std::mutex> lock(g_mu);
-  g_level.store(read_level());
-  int out = read_stdout();
-  if (out != g_stdout.load()) g_logger.reset();
-  g_stdout.store(out);
-}
-
-bool enabled(Level level) {
-  int cur = g_level.load(std::memory_order_relaxed);
-  if (cur < 0) {
-    reconfigure();
-    cur = g_level.load();
-  }
-  return level >= cur && cur != kNull;
-}
-
-void emit(Level level, const char* module, const char* file, int line, const char* func,
-          const std::string& message) {
+void write_line(Level level, const char* module, const char* file, int line, const char* func,
+                const std::string& message) {
   struct timeval tv;
   gettimeofday(&tv, nullptr);
   struct tm tm;
@@ -150,6 +131,34 @@ void emit(Level level, const char* module, const char* file, int line, const cha
   }
   logger->info(text);
   if (level >= kWarning) logger->flush();
+}
+
+}  // namespace
+
+void reconfigure() noexcept {
+  std::lock_guard<std::mutex> lock(g_mu);
+  g_level.store(read_level());
+  int out = read_stdout();
+  if (out != g_stdout.load()) g_logger.reset();
+  g_stdout.store(out);
+}
+
+bool enabled(Level level) noexcept {
+  int cur = g_level.load(std::memory_order_relaxed);
+  if (cur < 0) {
+    reconfigure();
+    cur = g_level.load();
+  }
+  return level >= cur && cur != kNull;
+}
+
+void emit(Level level, const char* module, const char* file, int line, const char* func,
+          const std::string& message) noexcept {
+  try {
+    write_line(level, module, file, line, func, message);
+  } catch (...) {
+    // No memory for the line, or the sink failed: the line is dropped, the caller goes on.
+  }
 }
 
 }  // namespace aclvmm::log

@@ -3,6 +3,10 @@
 // The level comes from ASCEND_GLOBAL_LOG_LEVEL (0 debug .. 4 null, default 3 error). Lines go to
 // stdout when ASCEND_LOG_PRINT_TO_STDOUT (or the older ASCEND_SLOG_PRINT_TO_STDOUT) is 1, else to
 // $ASCEND_PROCESS_LOG_PATH, $ASCEND_WORK_PATH/log or $HOME/ascend/log, under debug/plog/.
+//
+// Logging never throws (a line is written on the way out of failing calls, often because memory
+// ran out, and from the library's own threads): a line that cannot be formatted or written is
+// dropped.
 #pragma once
 
 #include <string>
@@ -13,19 +17,23 @@ namespace aclvmm::log {
 
 enum Level { kDebug = 0, kInfo = 1, kWarning = 2, kError = 3, kNull = 4 };
 
-bool enabled(Level level);
+bool enabled(Level level) noexcept;
 void emit(Level level, const char* module, const char* file, int line, const char* func,
-          const std::string& message);
+          const std::string& message) noexcept;
 // Re-reads the environment (aclInit does this so a test can change the level).
-void reconfigure();
+void reconfigure() noexcept;
 
 }  // namespace aclvmm::log
 
+// The message is formatted inside a try: formatting allocates.
 #define ACLVMM_LOG(level, module, ...)                                                     \
   do {                                                                                     \
     if (::aclvmm::log::enabled(level)) {                                                   \
-      ::aclvmm::log::emit(level, module, __FILE__, __LINE__, __func__,                     \
-                          fmt::format(__VA_ARGS__));                                       \
+      try {                                                                                \
+        ::aclvmm::log::emit(level, module, __FILE__, __LINE__, __func__,                   \
+                            fmt::format(__VA_ARGS__));                                     \
+      } catch (...) {                                                                      \
+      }                                                                                    \
     }                                                                                      \
   } while (0)
 #define ACLVMM_LOG_DEBUG(module, ...) ACLVMM_LOG(::aclvmm::log::kDebug, module, __VA_ARGS__)

@@ -19,6 +19,13 @@
 // paired with its uncharge, whichever pool generation made it.
 //
 // Publishing is best effort: a failure logs one WARNING per process and the application goes on.
+// The file is created so that no other user's file is ever adopted or replaced, and only in a
+// directory nobody else can rearrange (drivers/emu/stats_segment.h).
+//
+// Fork: the child's copy of the mapping becomes private at the fork (the driver's atfork
+// handler), so pools the child inherited never count into the parent's file; the child drops
+// the inherited segment at its first use here (own_segment) and publishes its own at its next
+// runtime start. Only the creating process deactivates or removes a file.
 // Called only under the runtime's lifetime lock (and at exit).
 #pragma once
 

@@ -137,7 +137,16 @@ Status p2p_map(uint64_t ptr, uint64_t size, int device) {
   Runtime& rt = Runtime::get();
   auto owner = rt.space().grant_peer(ptr, size, device);
   if (!owner.ok()) return owner.status();
-  if (*owner >= 0 && *owner != device) rt.enable_peer_pair(device, *owner);
+  if (*owner >= 0) {
+    // An aclrtMalloc block (grant_peer changed nothing for it yet): the range must lie inside the
+    // block, as it must inside a reservation, and without wrapping around.
+    auto block = rt.space().address_range(ptr);
+    if (!block.ok()) return block.status();
+    if (size > block->base + block->size - ptr) {
+      return Error(ACL_ERROR_RT_PARAM_INVALID, "the range runs past its allocation");
+    }
+    if (*owner != device) rt.enable_peer_pair(device, *owner);
+  }
   return Status::Ok();
 }
 

@@ -10,12 +10,24 @@
  *                                                                  -> "freed <used0> <used1>"
  *   finalize          frees the rest, resets both devices, aclFinalize -> "finalized"
  *   init              (after finalize) aclInit, 1 x 2 MiB on device 0  -> "again <used0> <used1>"
+ *   churn N           N times: 2 MiB more on device 0, then freed again -> "churned <used0> <used1>"
+ *   fork              forks a child that, in the runtime it inherited, allocates 4 MiB, frees
+ *                     the aclrtMalloc block and calls aclFinalize (none of which may show in this
+ *                     process's file), then starts a runtime of its own with 2 MiB on device 0
+ *                     -> the child says "child <pid> <malloc> <free> <finalize> <init> <alloc>"
+ *                     (the codes) and waits for
+ *   reap              the child exits (normally: its exit handlers run)  -> "reaped <status>"
  *   quit (or EOF)     exits 0 (without aclFinalize unless done: the exit handler tears down)
- * Any failing call prints "error <call> <code>" and exits 1.
+ * Any failing call prints "error <call> <code>" and exits 1. With SMI_CHILD_WAIT=1 in the
+ * environment it first prints "waiting <pid>" and waits for a line "go" before aclInit, so that a
+ * test can prepare the segment directory for this pid.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <acl/acl.h>
 
@@ -30,7 +42,7 @@ static void check(aclError rc, const char* what)
     }
 }
 
-static aclrtDrvMemHandle alloc_physical(int device, size_t size)
+static aclError try_alloc_physical(int device, size_t size, aclrtDrvMemHandle* h)
 {
     aclrtPhysicalMemProp prop;
     memset(&prop, 0, sizeof(prop));
@@ -39,8 +51,14 @@ static aclrtDrvMemHandle alloc_physical(int device, size_t size)
     prop.memAttr = ACL_HBM_MEM_HUGE;
     prop.location.id = (uint32_t)device;
     prop.location.type = ACL_MEM_LOCATION_TYPE_DEVICE;
+    *h = NULL;
+    return aclrtMallocPhysical(h, size, &prop, 0);
+}
+
+static aclrtDrvMemHandle alloc_physical(int device, size_t size)
+{
     aclrtDrvMemHandle h = NULL;
-    check(aclrtMallocPhysical(&h, size, &prop, 0), "aclrtMallocPhysical");
+    check(try_alloc_physical(device, size, &h), "aclrtMallocPhysical");
     return h;
 }
 
@@ -59,8 +77,35 @@ static void report(const char* word)
     fflush(stdout);
 }
 
+/* The forked child of "fork" (see the top): never returns. */
+static void forked_child(void* block, int freed, int go)
+{
+    void* more = NULL;
+    const aclError m = aclrtMalloc(&more, 4 * MIB, ACL_MEM_MALLOC_HUGE_FIRST);
+    const aclError f = freed ? 0 : aclrtFree(block);
+    const aclError fin = aclFinalize();
+    const aclError init = aclInit(NULL);
+    aclError alloc = init;
+    aclrtDrvMemHandle h = NULL;
+    if (init == ACL_SUCCESS) alloc = aclrtSetDevice(0);
+    if (alloc == ACL_SUCCESS) alloc = try_alloc_physical(0, 2 * MIB, &h);
+    printf("child %d %d %d %d %d %d\n", (int)getpid(), (int)m, (int)f, (int)fin, (int)init, (int)alloc);
+    fflush(stdout);
+    char c;
+    while (read(go, &c, 1) < 0) {
+    }
+    exit(0);
+}
+
 int main(void)
 {
+    const char* wait = getenv("SMI_CHILD_WAIT");
+    if (wait && strcmp(wait, "1") == 0) {
+        char go[16];
+        printf("waiting %d\n", (int)getpid());
+        fflush(stdout);
+        if (!fgets(go, sizeof go, stdin) || strcmp(go, "go\n") != 0) return 1;
+    }
     check(aclInit(NULL), "aclInit");
     check(aclrtSetDevice(0), "aclrtSetDevice");
     check(aclrtSetDevice(1), "aclrtSetDevice");
@@ -73,6 +118,8 @@ int main(void)
 
     char line[64];
     int freed = 0;
+    pid_t child = -1;
+    int child_go = -1;
     while (fgets(line, sizeof line, stdin)) {
         line[strcspn(line, "\n")] = '\0';
         if (strcmp(line, "free") == 0 && !freed) {
@@ -94,6 +141,29 @@ int main(void)
             check(aclrtSetDevice(0), "aclrtSetDevice");
             (void)alloc_physical(0, 2 * MIB); /* held until exit */
             report("again");
+        } else if (strncmp(line, "churn ", 6) == 0) {
+            const int n = atoi(line + 6);
+            check(aclrtSetDevice(0), "aclrtSetDevice");
+            for (int i = 0; i < n; ++i) check(aclrtFreePhysical(alloc_physical(0, 2 * MIB)), "aclrtFreePhysical");
+            report("churned");
+        } else if (strcmp(line, "fork") == 0 && child < 0) {
+            int fds[2];
+            if (pipe(fds) != 0) return 1;
+            fflush(stdout);
+            child = fork();
+            if (child == 0) {
+                close(fds[1]);
+                forked_child(block, freed, fds[0]);
+            }
+            close(fds[0]);
+            child_go = fds[1];
+        } else if (strcmp(line, "reap") == 0 && child > 0) {
+            int status = 0;
+            close(child_go); /* EOF: the child exits */
+            waitpid(child, &status, 0);
+            printf("reaped %d\n", WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
+            fflush(stdout);
+            child = -1;
         } else if (strcmp(line, "quit") == 0) {
             return 0;
         } else {

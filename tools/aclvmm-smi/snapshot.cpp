@@ -12,15 +12,20 @@ namespace {
 
 std::string text_field(const char* p, size_t cap) { return std::string(p, strnlen(p, cap)); }
 
-// A segment this version understands, written by the process its name says.
+// A segment this version understands, written by the process its name says: every header field
+// is checked, since any user can put any bytes into a file of that name (the view is a private
+// copy, so the values cannot change between check and use).
 const smi::Segment* parse(const drv::emu::StatsView& view, const drv::emu::StatsFile& file) {
   if (view.size() < sizeof(smi::Segment)) return nullptr;
   const auto* s = static_cast<const smi::Segment*>(view.data());
   if (s->magic != smi::kMagic || s->version != smi::kVersion || s->size != sizeof(smi::Segment)) {
     return nullptr;
   }
-  if (s->pid != file.pid || s->uid != file.uid) return nullptr;
+  // The file's owner is the uid of its name and header: no user can speak for another.
+  if (s->pid != file.pid || s->uid != file.uid || view.file_uid() != file.uid) return nullptr;
   if (s->device_count < 0 || s->device_count > smi::kMaxDevices) return nullptr;
+  const uint32_t active = s->active.load(std::memory_order_relaxed);
+  if (active > 1) return nullptr;
   return s;
 }
 
@@ -44,7 +49,8 @@ void summarise(Snapshot* snap) {
         sum.soc = "mixed";
       }
       sum.total = std::max(sum.total, d.total);
-      sum.used += d.used;
+      // Saturating: the numbers are whatever the files say.
+      sum.used = d.used > UINT64_MAX - sum.used ? UINT64_MAX : sum.used + d.used;
       if (d.used != 0) ++sum.processes;
     }
   }
@@ -59,7 +65,8 @@ int take_snapshot(const std::string& dir, bool remove_stale, Snapshot* out) {
   const uint64_t own_ns = drv::emu::own_pid_namespace();
   for (const drv::emu::StatsFile& f : files) {
     std::unique_ptr<drv::emu::StatsView> view;
-    if (drv::emu::StatsView::open(f.path, &view) != 0) continue;  // withdrawn meanwhile
+    // Withdrawn meanwhile, not a regular file, too short, or unreadable: skipped.
+    if (drv::emu::StatsView::open(f.path, sizeof(smi::Segment), &view) != 0) continue;
     const smi::Segment* s = parse(*view, f);
     if (s == nullptr) continue;  // another version's, or not a segment at all: not ours to judge
     // A process in another pid namespace (a container sharing /dev/shm): its pid cannot be
