@@ -66,7 +66,9 @@ class Peer {
  public:
   // Starts the peer with this process's environment plus `env` ("NAME=value" entries replace the
   // inherited value of NAME). With `init`, the peer runs aclInit and aclrtSetDevice(0) first.
-  explicit Peer(const std::vector<std::string>& env = {}, bool init = true) {
+  // A `launcher` (a program and its arguments) runs the peer, e.g. in other namespaces.
+  explicit Peer(const std::vector<std::string>& env = {}, bool init = true,
+                const std::vector<std::string>& launcher = {}) {
     std::vector<std::string> vars;
     for (char** e = environ; *e; ++e) {
       std::string v = *e;
@@ -90,10 +92,14 @@ class Peer {
     posix_spawn_file_actions_init(&fa);
     posix_spawn_file_actions_adddup2(&fa, in[0], 0);
     posix_spawn_file_actions_adddup2(&fa, out[1], 1);
-    char path[] = ACLVMM_SHARE_PEER;
-    char* argv[] = {path, nullptr};
+    std::vector<std::string> args = launcher;
+    args.push_back(ACLVMM_SHARE_PEER);
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(&a[0]);
+    argv.push_back(nullptr);
+    const char* path = argv[0];
     fflush(nullptr);
-    const int rc = posix_spawn(&pid_, path, &fa, nullptr, argv, envp.data());
+    const int rc = posix_spawn(&pid_, path, &fa, nullptr, argv.data(), envp.data());
     posix_spawn_file_actions_destroy(&fa);
     close(in[0]);
     close(out[1]);
