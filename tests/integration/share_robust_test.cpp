@@ -31,7 +31,7 @@ TEST_F(ShareRobust, StoppedExporterTimesOut) {
   Peer ex, im;
   ASSERT_EQ(ex.rc("alloc 0 0 2097152"), kOk);
   const uint64_t t = ex.export_token(0, ACL_RT_VMM_EXPORT_FLAG_DISABLE_PID_VALIDATION);
-  ex.signal(SIGSTOP);
+  ex.stop();
   const double t0 = now_s();
   const int rc = Peer::code_of(im.cmd(line("import 0", hex(t), 0), 20000));
   const double took = now_s() - t0;
@@ -50,7 +50,7 @@ TEST_F(ShareRobust, ExporterDyingDuringImport) {
   Peer ex, im;
   ASSERT_EQ(ex.rc("alloc 0 0 2097152"), kOk);
   const uint64_t t = ex.export_token(0, ACL_RT_VMM_EXPORT_FLAG_DISABLE_PID_VALIDATION);
-  ex.signal(SIGSTOP);
+  ex.stop();
   const std::string imp = line("import 0", hex(t), 0);
   im.send(imp);
   usleep(300 * 1000);  // the importer is now waiting on the stopped exporter

@@ -3,6 +3,7 @@
 // Every wait is bounded, so a peer that hangs fails the test instead of hanging it.
 #pragma once
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -223,6 +224,14 @@ class Peer {
   void signal(int sig) {
     if (pid_ > 0 && !reaped_) kill(pid_, sig);
   }
+  // SIGSTOP, and waits until every thread of the peer has stopped: the kernel stops the other
+  // threads only once one of them has taken the signal, and until then they run on.
+  void stop() {
+    signal(SIGSTOP);
+    const double deadline = now_s() + 10;
+    while (!all_threads_stopped() && now_s() < deadline) usleep(1000);
+    EXPECT_TRUE(all_threads_stopped()) << "peer " << pid_ << " did not stop";
+  }
   int kill_and_wait() {
     signal(SIGKILL);
     return reap(10000);
@@ -250,6 +259,24 @@ class Peer {
     reaped_ = true;
     status_ = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
     return status_;
+  }
+
+  bool all_threads_stopped() const {
+    const std::string dir = "/proc/" + std::to_string(pid_) + "/task";
+    DIR* d = opendir(dir.c_str());
+    if (!d) return false;
+    bool all = true;
+    while (dirent* e = readdir(d)) {
+      if (e->d_name[0] == '.') continue;
+      FILE* f = std::fopen((dir + "/" + e->d_name + "/stat").c_str(), "re");
+      char buf[512] = {};
+      const size_t n = f ? std::fread(buf, 1, sizeof buf - 1, f) : 0;
+      if (f) std::fclose(f);
+      const char* state = n ? std::strrchr(buf, ')') : nullptr;  // field 3 follows the name
+      all = all && state && state[1] == ' ' && (state[2] == 'T' || state[2] == 't');
+    }
+    closedir(d);
+    return all;
   }
 
   pid_t pid_ = -1;
