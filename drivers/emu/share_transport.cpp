@@ -114,6 +114,18 @@ bool read_all(const char* path, char* buf, size_t cap, size_t* len) {
   return got > 0;
 }
 
+// The pid (0 when it is not visible in this pid namespace) and uid the kernel recorded for the
+// other end of a unix socket.
+int peer_credentials(int s, PeerInfo* peer) {
+  ucred cred{};
+  socklen_t len = sizeof(cred);
+  if (::getsockopt(s, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) return -errno;
+  *peer = PeerInfo{};
+  peer->pid = cred.pid;
+  peer->uid = cred.uid;
+  return 0;
+}
+
 // A process that has exited since the kernel recorded the peer's credentials may have had its pid
 // reused, and /proc would then describe a stranger. A pidfd pins the exact process: if it is still
 // running after /proc was read, what was read is that process's. Returns false when the peer is
@@ -182,16 +194,11 @@ int UnixShareTransport::connect(uint32_t share_id, int timeout_ms, int* fd, Peer
     return err == EAGAIN ? -ETIMEDOUT : -err;
   }
   // On the connecting side SO_PEERCRED is the listener's: recorded by the kernel at listen().
-  ucred cred{};
-  socklen_t cred_len = sizeof(cred);
-  if (::getsockopt(s, SOL_SOCKET, SO_PEERCRED, &cred, &cred_len) != 0) {
-    int err = errno;
+  rc = peer_credentials(s, server);
+  if (rc != 0) {
     ::close(s);
-    return -err;
+    return rc;
   }
-  *server = PeerInfo{};
-  server->pid = cred.pid;
-  server->uid = cred.uid;
   *fd = s;
   return 0;
 }
@@ -262,21 +269,13 @@ int UnixShareTransport::accept(int listen_fd, int* conn, PeerInfo* peer) {
     if (err == EAGAIN || err == EWOULDBLOCK || err == EINTR || err == ECONNABORTED) return -EAGAIN;
     return -err;
   }
-  ucred cred{};
-  socklen_t len = sizeof(cred);
-  if (::getsockopt(c, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) {
-    int err = errno;
-    ::close(c);
-    return -err;
-  }
-  int rc = set_timeouts(c, kAcceptedTimeoutMs);
+  int rc = peer_credentials(c, peer);
+  if (rc == 0) rc = set_timeouts(c, kAcceptedTimeoutMs);
   if (rc != 0) {
     ::close(c);
     return rc;
   }
-  peer->pid = cred.pid;  // 0 when the peer's pid is not visible in this pid namespace
-  peer->uid = cred.uid;
-  peer->start_time = process_start_time(cred.pid);
+  peer->start_time = process_start_time(peer->pid);
   // 0 ("gone") rather than a possibly reused pid's start time.
   if (peer->start_time != 0 && !peer_still_running(c)) peer->start_time = 0;
   *conn = c;

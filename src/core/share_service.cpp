@@ -72,6 +72,12 @@ void ShareService::attach(drv::ShareTransport* transport) {
 // Runs in a forked child (one thread, the lock held): only closes and forgets. The parent's
 // listener thread object is left alone on purpose; the thread does not exist here.
 void ShareService::drop_inherited_locked() {
+  close_all_locked();
+  listener_ = nullptr;
+  serial_seeded_ = false;  // the child's ids carry its own pid
+}
+
+void ShareService::close_all_locked() {
   for (int fd : retired_) transport_->close(fd);
   retired_.clear();
   for (auto& [id, e] : exports_) transport_->close(e.listen_fd);
@@ -80,10 +86,8 @@ void ShareService::drop_inherited_locked() {
   pending_.clear();
   if (wake_fd_ >= 0) transport_->close(wake_fd_);
   wake_fd_ = -1;
-  listener_ = nullptr;
   listener_exited_ = false;
   stop_ = false;
-  serial_seeded_ = false;  // the child's ids carry its own pid
 }
 
 int ShareService::bind_endpoint_locked(Export* e) {
@@ -452,19 +456,10 @@ void ShareService::shutdown() {
     delete listener;
   }
   std::lock_guard<std::mutex> lock(mu_);
-  for (int fd : retired_) transport_->close(fd);
-  retired_.clear();
-  for (auto& [id, e] : exports_) transport_->close(e.listen_fd);
-  exports_.clear();
+  // The listener closed its connections and wake object on its way out; what is left are the
+  // endpoints (and, after a fork without our handler, what the parent's listener held).
+  close_all_locked();
   imports_.clear();
-  // The listener closed its connections and wake object on its way out; a listener that never
-  // ran in this process (the parent's, in a forked child) left nothing of its own here.
-  for (const PendingPeer& p : pending_) transport_->close(p.fd);
-  pending_.clear();
-  if (wake_fd_ >= 0) transport_->close(wake_fd_);
-  wake_fd_ = -1;
-  listener_exited_ = false;
-  stop_ = false;
 }
 
 size_t ShareService::live_exports() const {

@@ -95,6 +95,8 @@ class ShareService {
   void remember_released(uint32_t share_id);
   // A forked child's copy of the service: every descriptor and thread is the parent's.
   void drop_inherited_locked();
+  // Closes every endpoint, connection and the wake object, and forgets the exports. mu_ held.
+  void close_all_locked();
 
   // ---- importer side (share_service.cpp)
   // One request/reply with the exporter of `token`; the reply length or -errno (-ESRCH: the

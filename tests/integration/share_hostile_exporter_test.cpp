@@ -6,6 +6,7 @@
 #include <random>
 
 #include "api/hostile_util.h"
+#include "integration/share_peer/hostile_child.h"
 #include "integration/share_peer/peer_client.h"
 #include "integration/share_peer/raw_endpoint.h"
 
@@ -31,48 +32,34 @@ std::string with(std::function<void(WireReply&)> change) {
   return as_bytes(r);
 }
 
-// Forks a process of another user that binds the endpoint of a share id naming its own pid,
-// answers the first request with `c`, and waits for the importer to hang up. Its token, or 0.
-uint64_t start_fake_exporter(const FakeReply& c, pid_t* pid) {
-  int tok[2];
-  if (pipe2(tok, O_CLOEXEC) != 0) return 0;
-  fflush(nullptr);
-  *pid = fork();
-  if (*pid == 0) {
-    close(tok[0]);
-    if (!aclvmm_test::become_other_user()) _exit(90);
-    std::mt19937 rng(static_cast<unsigned>(getpid()));
-    int s = -1;
-    uint32_t id = 0;
-    for (int i = 0; i < 100 && s < 0; ++i) {
-      id = share_id_for(static_cast<uint32_t>(getpid()), 1 + rng() % 16000);
-      s = bind_endpoint_id(id);
-    }
-    if (s < 0) _exit(91);
-    const uint64_t token = id;
-    if (write(tok[1], &token, sizeof token) != sizeof token) _exit(92);
-    pollfd p{s, POLLIN, 0};
-    if (poll(&p, 1, 10000) != 1) _exit(93);
-    const int conn = accept4(s, nullptr, nullptr, SOCK_CLOEXEC);
-    WireRequest req{};
-    pollfd q{conn, POLLIN, 0};
-    if (conn < 0 || poll(&q, 1, 5000) != 1 || recv(conn, &req, sizeof req, 0) != sizeof req) _exit(94);
-    if (c.bytes.empty()) _exit(0);  // hangs up
-    std::vector<int> fds;
-    if (c.memory) fds.push_back(c.memory());
-    if (!fds.empty() && fds[0] < 0) _exit(95);
-    if (!send_with_fds(conn, c.bytes, fds)) _exit(96);
-    char b;
-    (void)poll(&q, 1, 5000);  // the importer is done with it
-    (void)recv(conn, &b, 1, 0);
-    _exit(0);
+// A child of another user that binds the endpoint of a share id naming its own pid, reports the
+// token (8 bytes), answers the first request with `c`, and waits for the importer to hang up.
+int fake_exporter(const FakeReply& c, int report) {
+  std::mt19937 rng(static_cast<unsigned>(getpid()));
+  int s = -1;
+  uint32_t id = 0;
+  for (int i = 0; i < 100 && s < 0; ++i) {
+    id = share_id_for(static_cast<uint32_t>(getpid()), 1 + rng() % 16000);
+    s = bind_endpoint_id(id);
   }
-  close(tok[1]);
-  uint64_t token = 0;
-  pollfd p{tok[0], POLLIN, 0};
-  if (poll(&p, 1, 10000) != 1 || read(tok[0], &token, sizeof token) != sizeof token) token = 0;
-  close(tok[0]);
-  return token;
+  if (s < 0) return 91;
+  const uint64_t token = id;
+  if (write(report, &token, sizeof token) != sizeof token) return 92;
+  pollfd p{s, POLLIN, 0};
+  if (poll(&p, 1, 10000) != 1) return 93;
+  const int conn = accept4(s, nullptr, nullptr, SOCK_CLOEXEC);
+  WireRequest req{};
+  pollfd q{conn, POLLIN, 0};
+  if (conn < 0 || poll(&q, 1, 5000) != 1 || recv(conn, &req, sizeof req, 0) != sizeof req) return 94;
+  if (c.bytes.empty()) return 0;  // hangs up
+  std::vector<int> fds;
+  if (c.memory) fds.push_back(c.memory());
+  if (!fds.empty() && fds[0] < 0) return 95;
+  if (!send_with_fds(conn, c.bytes, fds)) return 96;
+  char b;
+  (void)poll(&q, 1, 5000);  // the importer is done with it
+  (void)recv(conn, &b, 1, 0);
+  return 0;
 }
 
 TEST_F(ShareHostileExporter, EveryFieldOfTheReplyIsChecked) {
@@ -130,9 +117,9 @@ TEST_F(ShareHostileExporter, EveryFieldOfTheReplyIsChecked) {
   long malformed = 0;
   for (const FakeReply& c : cases) {
     SCOPED_TRACE(c.what);
-    pid_t pid = -1;
-    const uint64_t token = start_fake_exporter(c, &pid);
-    ASSERT_NE(token, 0u) << "the fake exporter did not start";
+    HostileChild fake([&c](int, int report) { return fake_exporter(c, report); });
+    uint64_t token = 0;
+    ASSERT_TRUE(fake.read_report(&token, sizeof token, 10000)) << "the fake exporter did not start";
     const size_t fds0 = open_links().size();
     const LiveCounts live0 = live_counts();
     aclrtDrvMemHandle h = nullptr;
@@ -152,9 +139,7 @@ TEST_F(ShareHostileExporter, EveryFieldOfTheReplyIsChecked) {
       EXPECT_EQ(open_links().size(), fds0) << "a refused descriptor was kept";
       if (c.expected == kDrv && std::string(c.what).find("meaningful") == std::string::npos) ++malformed;
     }
-    const aclvmm_test::TimedChildResult r = aclvmm_test::wait_child_for(pid, 10000);
-    EXPECT_FALSE(r.hung);
-    EXPECT_EQ(r.exit_code, 0) << "the fake exporter failed";
+    EXPECT_TRUE(fake.stop()) << "the fake exporter failed";
   }
   EXPECT_EQ(stat_int(stats(), "ipc.replies_refused") - refused0, malformed);
   std::printf("hostile exporter: %zu replies (%ld malformed), one import each\n", cases.size(), malformed);

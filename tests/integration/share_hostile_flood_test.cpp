@@ -2,12 +2,11 @@
 // connections they open to an exporter, so the exporter holds only a capped number of them and
 // never lets them starve its own work; an exporter out of descriptors does not spin; an export
 // whose listener thread cannot start fails with 207005 and leaves nothing behind.
-#include <signal.h>
-
 #include <algorithm>
 #include <deque>
 
 #include "api/hostile_util.h"
+#include "integration/share_peer/hostile_child.h"
 #include "integration/share_peer/peer_client.h"
 #include "integration/share_peer/raw_endpoint.h"
 
@@ -21,103 +20,57 @@ int fd_count(Peer& p) {
   return r.size() == 3 ? std::atoi(r[1].c_str()) : -1;
 }
 
-// A forked child that becomes nobody and opens connection after connection to one endpoint,
-// holding up to `hold` of them and never saying a word; it reconnects whenever the exporter
-// drops one. It reports once it holds `warm` connections and once it has made `attempts`
-// attempts (it goes on until stopped), and its totals when stopped.
-class Flooder {
- public:
-  struct Totals {
-    long attempts = -1, connected = 0, backlog_full = 0, dropped = 0;
-  };
-  Flooder(uint32_t share_id, size_t hold, long warm, long attempts) {
-    int ctl[2], rep[2];
-    if (pipe2(ctl, O_CLOEXEC) != 0 || pipe2(rep, O_CLOEXEC) != 0) return;
-    fflush(nullptr);
-    pid_ = fork();
-    if (pid_ == 0) {
-      close(ctl[1]);
-      close(rep[0]);
-      _exit(run(share_id, hold, warm, attempts, ctl[0], rep[1]));
-    }
-    close(ctl[0]);
-    close(rep[1]);
-    stop_ = ctl[1];
-    report_ = rep[0];
-    warm_ = next_report(20000) == 'r';
-  }
-  ~Flooder() {
-    if (pid_ > 0 && !stopped_) kill(pid_, SIGKILL), waitpid(pid_, nullptr, 0);
-    if (stop_ >= 0) close(stop_);
-    if (report_ >= 0) close(report_);
-  }
-  bool warm() const { return warm_; }
-  // Whether it has made its attempts (without waiting).
-  bool done() { return done_ || (done_ = next_report(0) == 'd'); }
-  Totals stop() {
-    close(stop_);
-    stop_ = -1;
-    Totals t;
-    pollfd p{report_, POLLIN, 0};
-    if (poll(&p, 1, 20000) != 1 || read(report_, &t, sizeof t) != sizeof t) t.attempts = -1;
-    EXPECT_EQ(aclvmm_test::wait_child_for(pid_, 10000).exit_code, 0) << "the flooder failed";
-    stopped_ = true;
-    return t;
-  }
-
- private:
-  char next_report(int timeout_ms) {
-    char c = 0;
-    pollfd p{report_, POLLIN, 0};
-    return poll(&p, 1, timeout_ms) == 1 && read(report_, &c, 1) == 1 ? c : 0;
-  }
-  static int run(uint32_t share_id, size_t hold, long warm, long attempts, int stop, int report) {
-    if (!aclvmm_test::become_other_user()) return 90;
-    Totals t;
-    t.attempts = 0;
-    std::deque<int> held;
-    for (;;) {
-      pollfd s{stop, POLLIN, 0};
-      if (t.attempts % 16 == 0 && poll(&s, 1, 0) == 1) break;
-      ++t.attempts;
-      const int c = connect_endpoint_id(share_id, SOCK_NONBLOCK);
-      if (c >= 0) {
-        ++t.connected;
-        held.push_back(c);
-      } else if (errno == EAGAIN) {
-        ++t.backlog_full;  // the exporter is not accepting as fast as this connects
-        usleep(200);
-      } else {
-        return 91;  // the endpoint is gone
-      }
-      if (held.size() > hold) {
-        close(held.front());
-        held.pop_front();
-      }
-      // What the exporter hung up on.
-      for (auto it = held.begin(); it != held.end();) {
-        pollfd p{*it, POLLIN, 0};
-        if (poll(&p, 1, 0) == 1) {
-          ++t.dropped;
-          close(*it);
-          it = held.erase(it);
-        } else {
-          ++it;
-        }
-      }
-      if ((t.connected == warm && c >= 0 && write(report, "r", 1) != 1) ||
-          (t.attempts == attempts && write(report, "d", 1) != 1)) {
-        return 92;
-      }
-    }
-    for (int c : held) close(c);
-    return write(report, &t, sizeof t) == sizeof t ? 0 : 93;
-  }
-
-  pid_t pid_ = -1;
-  int stop_ = -1, report_ = -1;
-  bool warm_ = false, done_ = false, stopped_ = false;
+// What a flood did: connection attempts, those that went through, those that found the backlog
+// full, and those the exporter was seen hanging up on.
+struct FloodTotals {
+  long attempts = -1, connected = 0, backlog_full = 0, dropped = 0;
 };
+
+// A child of another user that opens connection after connection to one endpoint, holding up to
+// `hold` of them and never saying a word; it reconnects whenever the exporter drops one. It
+// reports 'r' once it has made `warm` connections, 'd' once it has made `attempts` attempts (it
+// goes on until stopped), and its FloodTotals when stopped.
+int flood(uint32_t share_id, size_t hold, long warm, long attempts, int stop, int report) {
+  FloodTotals t;
+  t.attempts = 0;
+  std::deque<int> held;
+  for (;;) {
+    pollfd s{stop, POLLIN, 0};
+    if (t.attempts % 16 == 0 && poll(&s, 1, 0) == 1) break;
+    ++t.attempts;
+    const int c = connect_endpoint_id(share_id, SOCK_NONBLOCK);
+    if (c >= 0) {
+      ++t.connected;
+      held.push_back(c);
+    } else if (errno == EAGAIN) {
+      ++t.backlog_full;  // the exporter is not accepting as fast as this connects
+      usleep(200);
+    } else {
+      return 91;  // the endpoint is gone
+    }
+    if (held.size() > hold) {
+      close(held.front());
+      held.pop_front();
+    }
+    // What the exporter hung up on.
+    for (auto it = held.begin(); it != held.end();) {
+      pollfd p{*it, POLLIN, 0};
+      if (poll(&p, 1, 0) == 1) {
+        ++t.dropped;
+        close(*it);
+        it = held.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    if ((t.connected == warm && c >= 0 && write(report, "r", 1) != 1) ||
+        (t.attempts == attempts && write(report, "d", 1) != 1)) {
+      return 92;
+    }
+  }
+  for (int c : held) close(c);
+  return write(report, &t, sizeof t) == sizeof t ? 0 : 93;
+}
 
 // A flood from another user against a live export, while the exporter, under a low descriptor
 // limit, keeps allocating physical memory and opening files: its own calls keep succeeding, a
@@ -126,9 +79,7 @@ class Flooder {
 TEST_F(ShareHostileFlood, AnotherUsersFloodDoesNotStarveTheExporter) {
   SKIP_UNLESS_CAN_CHANGE_UID();
   Peer e, im;
-  ASSERT_EQ(e.rc(line("alloc 0 0", k2M)), kOk);
-  ASSERT_EQ(e.rc(line("map 0", k2M)), kOk);
-  ASSERT_EQ(e.rc(line("write 0 0", k2M, 81)), kOk);
+  fill_slot(e, 0, 81);
   const uint64_t token = e.export_token(0);
   ASSERT_EQ(e.rc(line("setpid", hex(token), im.tgid())), kOk);
   ASSERT_EQ(e.rc("free 31"), kParam);  // opens the exporter's log file now
@@ -139,12 +90,15 @@ TEST_F(ShareHostileFlood, AnotherUsersFloodDoesNotStarveTheExporter) {
   const int limit = base + kSlots + kOpens + kSpare;
   ASSERT_EQ(e.rc(line("limit nofile", limit, limit)), 0);
 
-  Flooder flood(static_cast<uint32_t>(token), 300, 200, 5000);
-  ASSERT_TRUE(flood.warm()) << "the flooder did not get 200 connections through";
+  HostileChild flooder([token](int stop, int report) {
+    return flood(static_cast<uint32_t>(token), 300, 200, 5000, stop, report);
+  });
+  ASSERT_EQ(flooder.next_report(20000), 'r') << "the flooder did not get 200 connections through";
+  bool done = false;
   // Rounds of the exporter's own work until the flooder has made its attempts: fill every slot
   // with an allocation and open files, then give them all back.
   long calls = 0, failed = 0, imports = 0, rounds = 0, most = 0;
-  while (!flood.done() && rounds < 1000) {
+  while (!(done = done || flooder.next_report(0) == 'd') && rounds < 1000) {
     ++rounds;
     for (int k = 1; k <= kSlots; ++k) {
       failed += e.rc(line("alloc", k, 0, k2M)) != kOk;
@@ -164,7 +118,8 @@ TEST_F(ShareHostileFlood, AnotherUsersFloodDoesNotStarveTheExporter) {
     for (int k = 1; k <= kSlots; ++k) failed += e.rc(line("free", k)) != kOk;
     failed += e.cmd("closeall")[0] != "0";
   }
-  const Flooder::Totals t = flood.stop();
+  FloodTotals t;
+  EXPECT_TRUE(flooder.stop(&t, sizeof t)) << "the flooder failed";
   const long long dropped = stat_int(e.stats(), "ipc.connections_dropped");
   std::printf("flood: %ld connection attempts as nobody, %ld connected, %ld found the backlog full, "
               "%ld seen dropped (the exporter dropped %lld); meanwhile the exporter made %ld calls "
@@ -172,7 +127,7 @@ TEST_F(ShareHostileFlood, AnotherUsersFloodDoesNotStarveTheExporter) {
               "beyond its own\n",
               t.attempts, t.connected, t.backlog_full, t.dropped, dropped, calls, failed, rounds, imports,
               most);
-  EXPECT_TRUE(flood.done() || t.attempts >= 5000);
+  EXPECT_GE(t.attempts, 5000);
   EXPECT_EQ(failed, 0) << "the exporter's own calls failed during the flood";
   EXPECT_GT(t.connected, 1000);
   EXPECT_GT(dropped, 1000);
@@ -186,9 +141,7 @@ TEST_F(ShareHostileFlood, AnotherUsersFloodDoesNotStarveTheExporter) {
 // the importer is served once the application frees descriptors.
 TEST_F(ShareHostileFlood, ExporterOutOfDescriptorsDoesNotSpin) {
   Peer e, im;
-  ASSERT_EQ(e.rc(line("alloc 0 0", k2M)), kOk);
-  ASSERT_EQ(e.rc(line("map 0", k2M)), kOk);
-  ASSERT_EQ(e.rc(line("write 0 0", k2M, 82)), kOk);
+  fill_slot(e, 0, 82);
   const uint64_t token = e.export_token(0, ACL_RT_VMM_EXPORT_FLAG_DISABLE_PID_VALIDATION);
   ASSERT_EQ(e.rc("free 31"), kParam);  // opens the exporter's log file now
   const int base = fd_count(e);

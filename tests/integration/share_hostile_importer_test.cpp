@@ -25,9 +25,7 @@ TEST_F(ShareHostileImporter, CannotResizeOrSealTheExportersMemory) {
   Peer e;
   // Device memory (checked with D2H copies) and host memory (checked by the CPU, which a short
   // file would kill with SIGBUS).
-  ASSERT_EQ(e.rc(line("alloc 0 0", k2M)), kOk);
-  ASSERT_EQ(e.rc(line("map 0", k2M)), kOk);
-  ASSERT_EQ(e.rc(line("write 0 0", k2M, 71)), kOk);
+  fill_slot(e, 0, 71);
   ASSERT_EQ(e.rc(line("halloc 1", k2M)), kOk);
   ASSERT_EQ(e.rc(line("map 1", k2M)), kOk);
   ASSERT_EQ(e.rc(line("cpuwrite 1 0", k2M, 72)), kOk);

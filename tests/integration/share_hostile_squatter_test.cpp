@@ -3,11 +3,10 @@
 // importer asks the kernel who listens, sees that it is not the process the token names, and
 // gives 107017 (behavior.md §7: unknown or released) without sending it anything; set-pid's probe
 // does the same. The squatter's bytes never reach the importer.
-#include <signal.h>
-
 #include <random>
 
 #include "api/hostile_util.h"
+#include "integration/share_peer/hostile_child.h"
 #include "integration/share_peer/peer_client.h"
 #include "integration/share_peer/raw_endpoint.h"
 
@@ -18,90 +17,45 @@ using ShareHostileSquatter = AclTest;
 
 constexpr unsigned kSquatterSeed = 99;
 
-// A forked child that becomes nobody, binds the endpoint names of `ids` and answers every request
-// as a willing exporter would: code 0 and a sealed memfd of its own bytes.
-class Squatter {
- public:
-  explicit Squatter(const std::vector<uint32_t>& ids) {
-    int ctl[2], rep[2];
-    if (pipe2(ctl, O_CLOEXEC) != 0 || pipe2(rep, O_CLOEXEC) != 0) return;
-    fflush(nullptr);
-    pid_ = fork();
-    if (pid_ == 0) {
-      close(ctl[1]);
-      close(rep[0]);
-      _exit(run(ids, ctl[0], rep[1]));
+// A child of another user that binds the endpoint names of `ids` and answers every request as a
+// willing exporter would: code 0 and a sealed memfd of its own bytes. It reports 'r' once it
+// holds the names, and when stopped what it saw: connections accepted, requests received.
+int squat(const std::vector<uint32_t>& ids, int stop, int report) {
+  std::vector<pollfd> fds{{stop, POLLIN, 0}};
+  for (uint32_t id : ids) {
+    const int s = bind_endpoint_id(id);
+    if (s < 0) return 91;
+    fds.push_back({s, POLLIN, 0});
+  }
+  const int mem = sealed_memfd(share_peer::peer_pattern(k2M, kSquatterSeed));
+  if (mem < 0) return 92;
+  if (write(report, "r", 1) != 1) return 93;
+  long counts[2] = {0, 0};
+  for (bool stopping = false; !stopping;) {
+    if (poll(fds.data(), fds.size(), 20000) <= 0) return 94;
+    if (fds[0].revents) {
+      // Told to stop: count what is still queued, then report.
+      stopping = true;
+      if (poll(fds.data() + 1, fds.size() - 1, 0) <= 0) break;
     }
-    close(ctl[0]);
-    close(rep[1]);
-    stop_ = ctl[1];
-    report_ = rep[0];
-    char ready = 0;
-    pollfd p{report_, POLLIN, 0};
-    bound_ = poll(&p, 1, 10000) == 1 && read(report_, &ready, 1) == 1 && ready == 'r';
-  }
-  ~Squatter() {
-    if (pid_ > 0 && !stopped_) kill(pid_, SIGKILL), waitpid(pid_, nullptr, 0);
-    if (stop_ >= 0) close(stop_);
-    if (report_ >= 0) close(report_);
-  }
-  bool bound() const { return bound_; }
-  // Stops it; what it saw: connections accepted, requests received.
-  std::pair<long, long> stop() {
-    close(stop_);
-    stop_ = -1;
-    long counts[2] = {-1, -1};
-    pollfd p{report_, POLLIN, 0};
-    if (poll(&p, 1, 10000) == 1 && read(report_, counts, sizeof counts) != sizeof counts) counts[0] = -1;
-    const aclvmm_test::TimedChildResult r = aclvmm_test::wait_child_for(pid_, 10000);
-    stopped_ = true;
-    EXPECT_EQ(r.exit_code, 0) << "the squatter failed";
-    return {counts[0], counts[1]};
-  }
-
- private:
-  static int run(const std::vector<uint32_t>& ids, int stop, int report) {
-    if (!aclvmm_test::become_other_user()) return 90;
-    std::vector<pollfd> fds{{stop, POLLIN, 0}};
-    for (uint32_t id : ids) {
-      const int s = bind_endpoint_id(id);
-      if (s < 0) return 91;
-      fds.push_back({s, POLLIN, 0});
-    }
-    const int mem = sealed_memfd(share_peer::peer_pattern(k2M, kSquatterSeed));
-    if (mem < 0) return 92;
-    if (write(report, "r", 1) != 1) return 93;
-    long counts[2] = {0, 0};  // accepted, requests
-    for (bool stopping = false; !stopping;) {
-      if (poll(fds.data(), fds.size(), 20000) <= 0) return 94;
-      if (fds[0].revents) {
-        // Told to stop: count what is still queued, then report.
-        stopping = true;
-        if (poll(fds.data() + 1, fds.size() - 1, 0) <= 0) break;
+    for (size_t i = 1; i < fds.size(); ++i) {
+      if (!fds[i].revents) continue;
+      const int c = accept4(fds[i].fd, nullptr, nullptr, SOCK_CLOEXEC);
+      if (c < 0) continue;
+      ++counts[0];
+      pollfd p{c, POLLIN, 0};
+      WireRequest req{};
+      if (poll(&p, 1, 500) == 1 && recv(c, &req, sizeof req, 0) == sizeof req) {
+        ++counts[1];
+        const WireReply rep{kWireMagic, 0, k2M, 0, 0, 1, 0};
+        send_with_fds(c, std::string(reinterpret_cast<const char*>(&rep), sizeof rep), {mem});
       }
-      for (size_t i = 1; i < fds.size(); ++i) {
-        if (!fds[i].revents) continue;
-        const int c = accept4(fds[i].fd, nullptr, nullptr, SOCK_CLOEXEC);
-        if (c < 0) continue;
-        ++counts[0];
-        pollfd p{c, POLLIN, 0};
-        WireRequest req{};
-        if (poll(&p, 1, 500) == 1 && recv(c, &req, sizeof req, 0) == sizeof req) {
-          ++counts[1];
-          const WireReply rep{kWireMagic, 0, k2M, 0, 0, 1, 0};
-          send_with_fds(c, std::string(reinterpret_cast<const char*>(&rep), sizeof rep), {mem});
-        }
-        close(c);
-        if (stopping) stopping = poll(fds.data() + 1, fds.size() - 1, 0) <= 0;  // more queued
-      }
+      close(c);
+      if (stopping) stopping = poll(fds.data() + 1, fds.size() - 1, 0) <= 0;  // more queued
     }
-    return write(report, counts, sizeof counts) == sizeof counts ? 0 : 95;
   }
-
-  pid_t pid_ = -1;
-  int stop_ = -1, report_ = -1;
-  bool bound_ = false, stopped_ = false;
-};
+  return write(report, counts, sizeof counts) == sizeof counts ? 0 : 95;
+}
 
 // A pid no process has now.
 int32_t unused_pid() {
@@ -138,8 +92,8 @@ TEST_F(ShareHostileSquatter, SquattedNamesGiveUnknownTokenAndNoBytes) {
   };
   std::vector<uint32_t> ids;
   for (const Case& c : cases) ids.push_back(static_cast<uint32_t>(c.token));
-  Squatter squatter(ids);
-  ASSERT_TRUE(squatter.bound()) << "the squatter could not bind the names";
+  HostileChild squatter([&ids](int stop, int report) { return squat(ids, stop, report); });
+  ASSERT_EQ(squatter.next_report(10000), 'r') << "the squatter could not bind the names";
 
   const LiveCounts live0 = live_counts();
   const long long refused0 = stat_int(stats(), "ipc.impostors_refused");
@@ -161,7 +115,9 @@ TEST_F(ShareHostileSquatter, SquattedNamesGiveUnknownTokenAndNoBytes) {
   }
   EXPECT_EQ(live_counts(), live0) << "nothing was created from the squatter's answers";
   EXPECT_EQ(stat_int(stats(), "ipc.impostors_refused") - refused0, attempts - 5) << "one per call here";
-  const auto [accepted, requests] = squatter.stop();
+  long seen[2] = {-1, -1};
+  EXPECT_TRUE(squatter.stop(seen, sizeof seen)) << "the squatter failed";
+  const long accepted = seen[0], requests = seen[1];
   std::printf("squatter: %ld imports/probes of %zu squatted names; it accepted %ld connections and "
               "received %ld requests\n",
               attempts, ids.size(), accepted, requests);

@@ -28,12 +28,8 @@ ListenerCounts listener_counts(const Json& j) {
 // listener found new endpoints only at its 100 ms poll timeout).
 TEST_F(ShareListener, IdleExporterSleepsAndAFreshExportIsServedAtOnce) {
   Peer e, im;
-  ASSERT_EQ(e.rc(line("alloc 0 0", k2M)), kOk);
-  ASSERT_EQ(e.rc(line("map 0", k2M)), kOk);
-  ASSERT_EQ(e.rc(line("write 0 0", k2M, 61)), kOk);
-  ASSERT_EQ(e.rc(line("alloc 1 0", k2M)), kOk);
-  ASSERT_EQ(e.rc(line("map 1", k2M)), kOk);
-  ASSERT_EQ(e.rc(line("write 1 0", k2M, 62)), kOk);
+  fill_slot(e, 0, 61);
+  fill_slot(e, 1, 62);
   const uint64_t first = e.export_token(0, ACL_RT_VMM_EXPORT_FLAG_DISABLE_PID_VALIDATION);
   ASSERT_EQ(Peer::code_of(im.cmd(line("import 0", hex(first), 0))), kOk);
   const ListenerCounts c0 = listener_counts(e.stats());
@@ -71,9 +67,7 @@ TEST_F(ShareListener, ConcurrentImportsOfOneTokenGiveOneHandle) {
   constexpr int kThreads = 8;
   constexpr int kRounds = 10;
   Peer e;
-  ASSERT_EQ(e.rc(line("alloc 0 0", k2M)), kOk);
-  ASSERT_EQ(e.rc(line("map 0", k2M)), kOk);
-  ASSERT_EQ(e.rc(line("write 0 0", k2M, 63)), kOk);
+  fill_slot(e, 0, 63);
   const uint64_t token = e.export_token(0, ACL_RT_VMM_EXPORT_FLAG_DISABLE_PID_VALIDATION);
   const long long handles0 = live_count("physical_handles");
   int duplicated_rounds = 0;

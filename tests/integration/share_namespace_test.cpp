@@ -30,9 +30,7 @@ TEST_F(SharePidNamespaces, ImporterInAnAncestorNamespaceIsServed) {
   const auto own = e.cmd("pid");
   ASSERT_EQ(own.size(), 2u);
   EXPECT_EQ(own[1], "1") << "the exporter is its namespace's first process";
-  ASSERT_EQ(e.rc(line("alloc 0 0", k2M)), kOk);
-  ASSERT_EQ(e.rc(line("map 0", k2M)), kOk);
-  ASSERT_EQ(e.rc(line("write 0 0", k2M, 91)), kOk);
+  fill_slot(e, 0, 91);
   // The importer is invisible from inside, so only an open export can admit it.
   const uint64_t token = e.export_token(0, ACL_RT_VMM_EXPORT_FLAG_DISABLE_PID_VALIDATION);
   EXPECT_EQ(token & 0x3ffff, 1u) << "the token names the exporter's pid in its own namespace";

@@ -15,37 +15,27 @@
 #include <string>
 #include <vector>
 
-#include "drivers/driver.h"
+#include "drivers/emu/memfd_memory.h"
 
 #ifndef F_SEAL_FUTURE_WRITE
 #define F_SEAL_FUTURE_WRITE 0x0010
 #endif
 
-namespace aclvmm::drv {
+namespace aclvmm::drv::emu {
 namespace {
 
 constexpr uint64_t k2M = 2ull << 20;
 
-class MemfdSeal : public ::testing::Test {
- protected:
-  void SetUp() override {
-    be_ = create_backend("emu");
-    ASSERT_NE(be_, nullptr);
-  }
-  std::shared_ptr<PhysicalMemory> alloc(uint64_t size) {
-    PhysicalRequest req;
-    req.size = size;
-    std::shared_ptr<PhysicalMemory> mem;
-    EXPECT_EQ(be_->create_physical(req, &mem), 0);
-    return mem;
-  }
-  std::unique_ptr<Backend> be_;
-};
+std::shared_ptr<PhysicalMemory> make(uint64_t size) {
+  std::shared_ptr<PhysicalMemory> m;
+  EXPECT_EQ(MemfdMemory::create(size, &m), 0) << size;
+  return m;
+}
 
 bool is_open(int fd) { return fcntl(fd, F_GETFD) != -1; }
 
-TEST_F(MemfdSeal, TheDescriptorCanChangeBytesButNotTheSize) {
-  auto mem = alloc(k2M);
+TEST(MemfdSeal, TheDescriptorCanChangeBytesButNotTheSize) {
+  auto mem = make(k2M);
   ASSERT_NE(mem, nullptr);
   const int fd = mem->fd();
   const int seals = fcntl(fd, F_GET_SEALS);
@@ -102,9 +92,9 @@ int memfd_with(uint64_t size, int seals, unsigned extra_flags = 0) {
   return fd;
 }
 
-TEST_F(MemfdSeal, AdoptRefusesWhatCouldHurtThisProcessLater) {
+TEST(MemfdSeal, AdoptRefusesWhatCouldHurtThisProcessLater) {
   constexpr int kGood = F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL;
-  auto mine = alloc(k2M);
+  auto mine = make(k2M);
   ASSERT_NE(mine, nullptr);
   struct Case {
     const char* what;
@@ -153,7 +143,7 @@ TEST_F(MemfdSeal, AdoptRefusesWhatCouldHurtThisProcessLater) {
       continue;
     }
     std::shared_ptr<PhysicalMemory> got;
-    EXPECT_EQ(be_->adopt_physical(fd, c.size, &got), c.expected);
+    EXPECT_EQ(MemfdMemory::adopt(fd, c.size, &got), c.expected);
     EXPECT_EQ(got != nullptr, c.expected == 0);
     if (c.expected != 0) {
       EXPECT_FALSE(is_open(fd)) << "a refused descriptor is closed";
@@ -162,4 +152,4 @@ TEST_F(MemfdSeal, AdoptRefusesWhatCouldHurtThisProcessLater) {
 }
 
 }  // namespace
-}  // namespace aclvmm::drv
+}  // namespace aclvmm::drv::emu

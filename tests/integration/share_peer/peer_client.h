@@ -330,4 +330,11 @@ std::string line(const char* c, const A&... a) {
   return o.str();
 }
 
+// Slot `slot` of the peer: a fresh 2 MiB device-0 handle, mapped, holding peer_pattern(seed).
+inline void fill_slot(Peer& p, int slot, unsigned seed) {
+  ASSERT_EQ(p.rc(line("alloc", slot, 0, k2M)), kOk);
+  ASSERT_EQ(p.rc(line("map", slot, k2M)), kOk);
+  ASSERT_EQ(p.rc(line("write", slot, 0, k2M, seed)), kOk);
+}
+
 }  // namespace share_test

@@ -103,6 +103,17 @@ int count_dir(const char* path) {
 
 std::vector<int> g_kept;  // descriptors of "open" / "fill"
 
+aclError malloc_physical(aclrtDrvMemHandle* h, size_t size, aclrtMemLocationType type, uint32_t id,
+                         aclrtMemAttr attr) {
+  aclrtPhysicalMemProp p{};
+  p.handleType = ACL_MEM_HANDLE_TYPE_NONE;
+  p.allocationType = ACL_MEM_ALLOCATION_TYPE_PINNED;
+  p.memAttr = attr;
+  p.location.type = type;
+  p.location.id = id;
+  return aclrtMallocPhysical(h, size, &p, 0);
+}
+
 #ifndef F_SEAL_FUTURE_WRITE
 #define F_SEAL_FUTURE_WRITE 0x0010
 #endif
@@ -289,13 +300,9 @@ std::string run(const std::vector<std::string>& w) {
   } else if (c == "pid") {
     out << 0 << ' ' << getpid();
   } else if (c == "alloc" && w.size() >= 4) {
-    aclrtPhysicalMemProp p{};
-    p.handleType = ACL_MEM_HANDLE_TYPE_NONE;
-    p.allocationType = ACL_MEM_ALLOCATION_TYPE_PINNED;
-    p.memAttr = w.size() > 4 ? static_cast<aclrtMemAttr>(num(4)) : ACL_HBM_MEM_HUGE;
-    p.location.type = ACL_MEM_LOCATION_TYPE_DEVICE;
-    p.location.id = static_cast<uint32_t>(num(2));
-    out << aclrtMallocPhysical(&slot(1).handle, static_cast<size_t>(num(3)), &p, 0);
+    const aclrtMemAttr attr = w.size() > 4 ? static_cast<aclrtMemAttr>(num(4)) : ACL_HBM_MEM_HUGE;
+    out << malloc_physical(&slot(1).handle, static_cast<size_t>(num(3)), ACL_MEM_LOCATION_TYPE_DEVICE,
+                           static_cast<uint32_t>(num(2)), attr);
   } else if (c == "free") {
     out << aclrtFreePhysical(slot(1).handle);
   } else if (c == "export" && w.size() >= 3) {
@@ -422,13 +429,8 @@ std::string run(const std::vector<std::string>& w) {
   } else if (c == "stress" && w.size() >= 5) {
     return stress_imports(w[1], static_cast<size_t>(num(2)), static_cast<long>(num(3)), static_cast<int>(num(4)));
   } else if (c == "halloc" && w.size() >= 3) {
-    aclrtPhysicalMemProp p{};
-    p.handleType = ACL_MEM_HANDLE_TYPE_NONE;
-    p.allocationType = ACL_MEM_ALLOCATION_TYPE_PINNED;
-    p.memAttr = ACL_MEM_HUGE;
-    p.location.type = ACL_MEM_LOCATION_TYPE_HOST;
-    p.location.id = 0;
-    out << aclrtMallocPhysical(&slot(1).handle, static_cast<size_t>(num(2)), &p, 0);
+    out << malloc_physical(&slot(1).handle, static_cast<size_t>(num(2)), ACL_MEM_LOCATION_TYPE_HOST, 0,
+                           ACL_MEM_HUGE);
   } else if ((c == "cpuwrite" || c == "cpucheck") && w.size() >= 5) {
     char* at = static_cast<char*>(slot(1).va) + num(2);
     const size_t n = static_cast<size_t>(num(3));
