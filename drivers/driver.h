@@ -30,7 +30,8 @@ class PhysicalMemory {
   virtual int read(uint64_t offset, void* dst, size_t n) const = 0;
   virtual int write(uint64_t offset, const void* src, size_t n) = 0;
   virtual int fill(uint64_t offset, uint8_t value, size_t n) = 0;
-  // A file descriptor that represents the memory (for passing to another process), or -1.
+  // A file descriptor that represents the memory (for passing to another process), or -1. Its
+  // size cannot change: whoever receives it can read, write and zero the bytes, nothing more.
   virtual int fd() const = 0;
   // Allocates the pages of [offset, offset+n) now (their content is unchanged): fault tracking
   // can only hand the CPU pages that exist.
@@ -86,37 +87,49 @@ struct PhysicalRequest {
 
 // Who is on the other end of a connection, as the kernel reports it (never what the peer says).
 struct PeerInfo {
-  int pid = 0;               // in this process's pid namespace
+  int pid = 0;               // in this process's pid namespace; 0 when it is not visible here
   unsigned uid = 0;
-  uint64_t start_time = 0;   // process start, in the units of Backend::share_clock()
+  uint64_t start_time = 0;   // process start, in the units of Backend::share_clock() (accept only)
 };
 
 // How processes find each other to share memory: no daemon; every exported token is a listening
 // endpoint of the exporting process, named by its 32-bit share id, so the kernel guarantees
 // uniqueness among live tokens and the endpoint vanishes with the process. Connections carry small
-// fixed-size messages and at most one file descriptor each.
+// fixed-size messages and at most one file descriptor each. A name proves nothing: anyone may
+// bind a free one, so both sides identify each other by what the kernel reports.
 class ShareTransport {
  public:
   virtual ~ShareTransport() = default;
   // -EADDRINUSE when another live endpoint has this id.
   virtual int listen(uint32_t share_id, int* fd) = 0;
-  // -ECONNREFUSED / -ENOENT when nobody serves the id; waits at most timeout_ms.
-  virtual int connect(uint32_t share_id, int timeout_ms, int* fd) = 0;
+  // -ECONNREFUSED / -ENOENT when nobody serves the id; waits at most timeout_ms. *server is the
+  // process that listens there (its credentials when it called listen; no start_time).
+  virtual int connect(uint32_t share_id, int timeout_ms, int* fd, PeerInfo* server) = 0;
+  // The pid of the process on the other end of `fd` as its own pid namespace numbers it (what
+  // getpid() returns there), or 0 when the kernel cannot tell (no SO_PEERPIDFD, process gone).
+  virtual int peer_pid_in_own_namespace(int fd) = 0;
+  // -EAGAIN when no connection waits; -EMFILE / -ENFILE / -ENOBUFS / -ENOMEM when there is no
+  // room for one now (it stays queued).
   virtual int accept(int listen_fd, int* conn, PeerInfo* peer) = 0;
   // Sends one message, with `pass_fd` attached unless it is -1.
   virtual int send(int fd, const void* msg, size_t n, int pass_fd) = 0;
   // Receives one message of at most n bytes within timeout_ms (-ETIMEDOUT); *got_fd is the
   // attached descriptor or -1. Returns the message length or -errno; 0 when the peer closed.
   virtual int recv(int fd, void* msg, size_t n, int* got_fd, int timeout_ms) = 0;
-  // Waits until one of `fds` is readable or timeout_ms passes; sets ready[i] per fd.
+  // Waits until one of `fds` is readable or timeout_ms passes (negative: no limit); sets ready[i]
+  // per fd.
   virtual int poll(const int* fds, bool* ready, size_t count, int timeout_ms) = 0;
   virtual void close(int fd) = 0;
+  // A wake object for a thread sleeping in poll(): readable from wake() until drain_wake().
+  virtual int open_wake(int* fd) = 0;
+  virtual void wake(int fd) = 0;
+  virtual void drain_wake(int fd) = 0;
   // Start time of process `pid` (same units as PeerInfo::start_time), or 0 if it is gone.
   virtual uint64_t process_start_time(int pid) = 0;
   // The current time in those units: a whitelist entry stamped now predates every process that
   // starts later.
   virtual uint64_t share_clock() = 0;
-  // A random 32-bit value for new share ids.
+  // A random 32-bit value (where the serials of share ids start).
   virtual uint32_t random_u32() = 0;
 };
 
@@ -159,7 +172,11 @@ class Backend {
   virtual int release_window(uint64_t base, uint64_t size) = 0;
 
   virtual int create_physical(const PhysicalRequest& req, std::shared_ptr<PhysicalMemory>* out) = 0;
-  // Wraps a descriptor received from another process (takes ownership of fd).
+  // Wraps a descriptor received from another process (takes ownership of fd, closed on failure).
+  // Refuses what another process could use against this one later: -EMEDIUMTYPE when it is not
+  // memory this backend creates (a memfd), -EACCES when it is not open for reading and writing,
+  // -EPERM when its size is not sealed or writes can be sealed off, -EINVAL when its size is not
+  // exactly `size`.
   virtual int adopt_physical(int fd, uint64_t size, std::shared_ptr<PhysicalMemory>* out) = 0;
 
   // Makes [va, va+size) inside a claimed window show `mem` from `offset` with CPU protection

@@ -1,9 +1,11 @@
 #include "drivers/emu/memfd_memory.h"
 
 #include <fcntl.h>
+#include <linux/magic.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -44,6 +46,32 @@ void raise_fd_limit_once() {
 
 constexpr uint64_t kMaxFileSize = static_cast<uint64_t>(std::numeric_limits<off_t>::max());
 
+#ifndef F_SEAL_FUTURE_WRITE
+#define F_SEAL_FUTURE_WRITE 0x0010  // Linux 5.1; older libc headers lack it
+#endif
+
+// The seals of every physical memory: nobody, the owner included, can change its size (a shorter
+// file turns accesses past the new end into SIGBUS in every process that maps it), and nobody can
+// add seals (F_SEAL_WRITE / FUTURE_WRITE would deny the other processes their writes).
+constexpr int kSizeSeals = F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL;
+constexpr int kWriteSeals = F_SEAL_WRITE | F_SEAL_FUTURE_WRITE;
+
+// 0 when `fd` is memory as create() makes it, holding exactly `size` bytes; else the adopt errno.
+int check_received(int fd, uint64_t size) {
+  struct stat st;
+  if (::fstat(fd, &st) != 0) return -errno;
+  struct statfs fs;
+  // shmem only: a hugetlbfs memfd could fault with SIGBUS when the huge page pool runs dry.
+  if (!S_ISREG(st.st_mode) || ::fstatfs(fd, &fs) != 0 || fs.f_type != TMPFS_MAGIC) return -EMEDIUMTYPE;
+  const int flags = ::fcntl(fd, F_GETFL);
+  if (flags < 0 || (flags & O_ACCMODE) != O_RDWR) return -EACCES;
+  const int seals = ::fcntl(fd, F_GET_SEALS);
+  if (seals < 0) return -EMEDIUMTYPE;  // not a memfd
+  if ((seals & kSizeSeals) != kSizeSeals || (seals & kWriteSeals) != 0) return -EPERM;
+  if (st.st_size < 0 || static_cast<uint64_t>(st.st_size) != size) return -EINVAL;
+  return 0;
+}
+
 // Below this a read goes straight to pread: the view's fixed cost (mincore, then the guard's
 // handler check) is ~1 us, which pread's slower copy only makes up for from ~32 KiB on.
 constexpr size_t kViewMinRead = 32 << 10;
@@ -67,14 +95,15 @@ int MemfdMemory::wrap(int fd, uint64_t size, std::shared_ptr<PhysicalMemory>* ou
 int MemfdMemory::create(uint64_t size, std::shared_ptr<PhysicalMemory>* out) {
   if (!out || size == 0 || size > kMaxFileSize) return -EINVAL;
   raise_fd_limit_once();
-  int fd = ::memfd_create("aclvmm-phys", MFD_CLOEXEC);
+  int fd = ::memfd_create("aclvmm-phys", MFD_CLOEXEC | MFD_ALLOW_SEALING);
   if (fd < 0) return -errno;
   // Only sets the length: shmem allocates pages on first touch, so the memory is sparse and
-  // reads as zeros until written.
+  // reads as zeros until written. Then the length is sealed for good.
   int rc;
   do {
     rc = ::ftruncate(fd, static_cast<off_t>(size));
   } while (rc != 0 && errno == EINTR);
+  if (rc == 0) rc = ::fcntl(fd, F_ADD_SEALS, kSizeSeals);
   if (rc != 0) {
     int e = errno;
     ::close(fd);
@@ -89,16 +118,11 @@ int MemfdMemory::adopt(int fd, uint64_t size, std::shared_ptr<PhysicalMemory>* o
     ::close(fd);
     return -EINVAL;
   }
-  struct stat st;
-  if (::fstat(fd, &st) != 0) {
-    int e = errno;
+  // The sender may be hostile: what it sends must not let it, or anyone, make this process's
+  // accesses fault later.
+  if (int rc = check_received(fd, size)) {
     ::close(fd);
-    return -e;
-  }
-  // A short file would turn accesses past its end into SIGBUS in every mapping.
-  if (st.st_size < 0 || static_cast<uint64_t>(st.st_size) < size) {
-    ::close(fd);
-    return -EINVAL;
+    return rc;
   }
   return wrap(fd, size, out);
 }

@@ -1,4 +1,7 @@
 // Physical memory backed by one memfd: sparse, zero-filled, shareable by passing the descriptor.
+// Its size is sealed (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) once set, so a process that
+// receives the descriptor can read, write and zero the bytes but can neither resize the file nor
+// seal writes off.
 #pragma once
 
 #include <cstddef>
@@ -15,8 +18,9 @@ class MemfdMemory final : public PhysicalMemory {
  public:
   // New memory of `size` bytes. 0 or -errno.
   static int create(uint64_t size, std::shared_ptr<PhysicalMemory>* out);
-  // Wraps a received descriptor whose file holds at least `size` bytes. Owns `fd` from the call
-  // on, so it is closed on failure too.
+  // Wraps a received descriptor that must be memory as create() makes it, sealed the same way,
+  // of exactly `size` bytes (errnos: Backend::adopt_physical). Owns `fd` from the call on, so it
+  // is closed on failure too.
   static int adopt(int fd, uint64_t size, std::shared_ptr<PhysicalMemory>* out);
 
   ~MemfdMemory() override;

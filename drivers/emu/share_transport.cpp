@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/eventfd.h>
 #include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -113,6 +114,18 @@ bool read_all(const char* path, char* buf, size_t cap, size_t* len) {
   return got > 0;
 }
 
+// The pid (0 when it is not visible in this pid namespace) and uid the kernel recorded for the
+// other end of a unix socket.
+int peer_credentials(int s, PeerInfo* peer) {
+  ucred cred{};
+  socklen_t len = sizeof(cred);
+  if (::getsockopt(s, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) return -errno;
+  *peer = PeerInfo{};
+  peer->pid = cred.pid;
+  peer->uid = cred.uid;
+  return 0;
+}
+
 // A process that has exited since the kernel recorded the peer's credentials may have had its pid
 // reused, and /proc would then describe a stranger. A pidfd pins the exact process: if it is still
 // running after /proc was read, what was read is that process's. Returns false when the peer is
@@ -158,8 +171,8 @@ int UnixShareTransport::listen(uint32_t share_id, int* fd) {
   return 0;
 }
 
-int UnixShareTransport::connect(uint32_t share_id, int timeout_ms, int* fd) {
-  if (fd == nullptr) return -EINVAL;
+int UnixShareTransport::connect(uint32_t share_id, int timeout_ms, int* fd, PeerInfo* server) {
+  if (fd == nullptr || server == nullptr) return -EINVAL;
   *fd = -1;
   int s = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
   if (s < 0) return -errno;
@@ -180,8 +193,69 @@ int UnixShareTransport::connect(uint32_t share_id, int timeout_ms, int* fd) {
     // The kernel reports an exhausted SO_SNDTIMEO on a full backlog as EAGAIN.
     return err == EAGAIN ? -ETIMEDOUT : -err;
   }
+  // On the connecting side SO_PEERCRED is the listener's: recorded by the kernel at listen().
+  rc = peer_credentials(s, server);
+  if (rc != 0) {
+    ::close(s);
+    return rc;
+  }
   *fd = s;
   return 0;
+}
+
+int UnixShareTransport::peer_pid_in_own_namespace(int fd) {
+#ifdef SO_PEERPIDFD
+  int pidfd = -1;
+  socklen_t len = sizeof(pidfd);
+  if (::getsockopt(fd, SOL_SOCKET, SO_PEERPIDFD, &pidfd, &len) != 0) return 0;
+  char path[64];
+  std::snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", pidfd);
+  char buf[1024];
+  size_t got = 0;
+  const bool ok = read_all(path, buf, sizeof(buf) - 1, &got);
+  ::close(pidfd);
+  if (!ok) return 0;
+  buf[got] = '\0';
+  // "NSpid:" lists the pid from the namespace of this /proc down to the process's own; -1 once
+  // the process is gone, 0 when it is outside this namespace's view.
+  const char* line = std::strstr(buf, "\nNSpid:");
+  if (line == nullptr) return 0;
+  long last = 0;
+  for (const char* p = line + 7; *p != '\0' && *p != '\n';) {
+    char* end = nullptr;
+    long v = std::strtol(p, &end, 10);
+    if (end == p) break;
+    last = v;
+    p = end;
+  }
+  return last > 0 ? static_cast<int>(last) : 0;
+#else
+  (void)fd;
+  return 0;
+#endif
+}
+
+int UnixShareTransport::open_wake(int* fd) {
+  if (fd == nullptr) return -EINVAL;
+  *fd = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+  return *fd >= 0 ? 0 : -errno;
+}
+
+void UnixShareTransport::wake(int fd) {
+  const uint64_t one = 1;
+  ssize_t r;
+  do {
+    r = ::write(fd, &one, sizeof(one));
+  } while (r < 0 && errno == EINTR);
+  // EAGAIN: the counter is saturated, which means "awake" already.
+}
+
+void UnixShareTransport::drain_wake(int fd) {
+  uint64_t count = 0;
+  ssize_t r;
+  do {
+    r = ::read(fd, &count, sizeof(count));
+  } while (r < 0 && errno == EINTR);
 }
 
 int UnixShareTransport::accept(int listen_fd, int* conn, PeerInfo* peer) {
@@ -195,21 +269,13 @@ int UnixShareTransport::accept(int listen_fd, int* conn, PeerInfo* peer) {
     if (err == EAGAIN || err == EWOULDBLOCK || err == EINTR || err == ECONNABORTED) return -EAGAIN;
     return -err;
   }
-  ucred cred{};
-  socklen_t len = sizeof(cred);
-  if (::getsockopt(c, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) {
-    int err = errno;
-    ::close(c);
-    return -err;
-  }
-  int rc = set_timeouts(c, kAcceptedTimeoutMs);
+  int rc = peer_credentials(c, peer);
+  if (rc == 0) rc = set_timeouts(c, kAcceptedTimeoutMs);
   if (rc != 0) {
     ::close(c);
     return rc;
   }
-  peer->pid = cred.pid;  // 0 when the peer's pid is not visible in this pid namespace
-  peer->uid = cred.uid;
-  peer->start_time = process_start_time(cred.pid);
+  peer->start_time = process_start_time(peer->pid);
   // 0 ("gone") rather than a possibly reused pid's start time.
   if (peer->start_time != 0 && !peer_still_running(c)) peer->start_time = 0;
   *conn = c;

@@ -49,10 +49,11 @@ class FaultInjectingTransport final : public drv::ShareTransport {
     if (int e = injected("drv.share_listen")) return e;
     return inner_.listen(share_id, fd);
   }
-  int connect(uint32_t share_id, int timeout_ms, int* fd) override {
+  int connect(uint32_t share_id, int timeout_ms, int* fd, drv::PeerInfo* server) override {
     if (int e = injected("drv.share_connect")) return e;
-    return inner_.connect(share_id, timeout_ms, fd);
+    return inner_.connect(share_id, timeout_ms, fd, server);
   }
+  int peer_pid_in_own_namespace(int fd) override { return inner_.peer_pid_in_own_namespace(fd); }
   int accept(int listen_fd, int* conn, drv::PeerInfo* peer) override {
     if (int e = injected("drv.share_accept")) return e;
     return inner_.accept(listen_fd, conn, peer);
@@ -73,6 +74,11 @@ class FaultInjectingTransport final : public drv::ShareTransport {
     return inner_.poll(fds, ready, count, timeout_ms);
   }
   void close(int fd) override { inner_.close(fd); }
+  // Not steps: the listener's wake object is made with the listener thread, whose own failure
+  // (a thread that cannot be created) already exercises that rollback.
+  int open_wake(int* fd) override { return inner_.open_wake(fd); }
+  void wake(int fd) override { inner_.wake(fd); }
+  void drain_wake(int fd) override { inner_.drain_wake(fd); }
   uint64_t process_start_time(int pid) override { return inner_.process_start_time(pid); }
   uint64_t share_clock() override { return inner_.share_clock(); }
   uint32_t random_u32() override { return inner_.random_u32(); }

@@ -59,14 +59,18 @@ std::string stats_json(bool start) {
       "\"exports\": {}, \"imports\": {}, \"managed_allocations\": {}, \"device_allocations\": {}, "
       "\"host_allocations\": {}}}, "
       "\"managed\": {}, "
-      "\"ipc\": {{\"imports_denied\": {}}}}}",
+      "\"ipc\": {{\"imports_denied\": {}, \"listener_wakeups\": {}, \"listener_timeouts\": {}, "
+      "\"connections_dropped\": {}, \"impostors_refused\": {}, \"replies_refused\": {}}}}}",
       quoted(cfg.product.soc), quoted(cfg.product.family_name()), quoted(cfg.driver),
       quoted(interconnect_name(cfg.interconnect)), links_json(), devices,
       rt.physical().size(),
       space.region_count(RegionKind::kReservation) + space.region_count(RegionKind::kNoUcReservation),
       space.mapping_count(), rt.sharing().live_exports(), rt.sharing().live_imports(),
       rt.managed().live(), space.region_count(RegionKind::kDeviceMalloc),
-      space.region_count(RegionKind::kHostPinned), rt.managed().stats_json(), rt.sharing().denied());
+      space.region_count(RegionKind::kHostPinned), rt.managed().stats_json(), rt.sharing().denied(),
+      rt.sharing().listener_wakeups(), rt.sharing().listener_timeouts(),
+      rt.sharing().connections_dropped(), rt.sharing().impostors_refused(),
+      rt.sharing().replies_refused());
 }
 
 void write_stats_file_at_exit() {

@@ -5,6 +5,7 @@
 #include <sys/un.h>
 
 #include "integration/share_peer/peer_client.h"
+#include "integration/share_peer/raw_endpoint.h"
 
 namespace {
 
@@ -30,7 +31,7 @@ TEST_F(ShareRobust, StoppedExporterTimesOut) {
   Peer ex, im;
   ASSERT_EQ(ex.rc("alloc 0 0 2097152"), kOk);
   const uint64_t t = ex.export_token(0, ACL_RT_VMM_EXPORT_FLAG_DISABLE_PID_VALIDATION);
-  ex.signal(SIGSTOP);
+  ex.stop();
   const double t0 = now_s();
   const int rc = Peer::code_of(im.cmd(line("import 0", hex(t), 0), 20000));
   const double took = now_s() - t0;
@@ -49,7 +50,7 @@ TEST_F(ShareRobust, ExporterDyingDuringImport) {
   Peer ex, im;
   ASSERT_EQ(ex.rc("alloc 0 0 2097152"), kOk);
   const uint64_t t = ex.export_token(0, ACL_RT_VMM_EXPORT_FLAG_DISABLE_PID_VALIDATION);
-  ex.signal(SIGSTOP);
+  ex.stop();
   const std::string imp = line("import 0", hex(t), 0);
   im.send(imp);
   usleep(300 * 1000);  // the importer is now waiting on the stopped exporter
@@ -62,28 +63,13 @@ TEST_F(ShareRobust, ExporterDyingDuringImport) {
   EXPECT_EQ(im.finish(), 0);
 }
 
-// The exporter's endpoint of a token (an abstract unix socket, drivers/emu/share_transport.cpp).
-int connect_silently(uint64_t token) {
-  const int s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-  sockaddr_un a{};
-  a.sun_family = AF_UNIX;
-  const int n = std::snprintf(a.sun_path + 1, sizeof a.sun_path - 1, "aclvmm-share-%08x",
-                              share_id_of(token));
-  const socklen_t len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + n);
-  if (connect(s, reinterpret_cast<sockaddr*>(&a), len) != 0) {
-    close(s);
-    return -1;
-  }
-  return s;
-}
-
 // A client that connects to the exporter's endpoint and never sends anything delays another
 // importer by at most ~2 s; the exporter keeps serving afterwards.
 TEST_F(ShareRobust, SilentClientDoesNotBlockImporters) {
   LocalExport e = export_local(101, ACL_RT_VMM_EXPORT_FLAG_DISABLE_PID_VALIDATION);
   const long long denied_before = stat_int(stats(), "ipc.imports_denied");
   Peer im;
-  const int silent = connect_silently(e.token);
+  const int silent = connect_endpoint(e.token);
   ASSERT_GE(silent, 0) << "the endpoint of the token is not where share_transport.cpp puts it";
   usleep(300 * 1000);  // the exporter has accepted it by now
   double t0 = now_s();
@@ -109,7 +95,7 @@ TEST_F(ShareRobust, SeveralSilentClientsDoNotBlockImporters) {
   Peer im;
   int silent[3];
   for (int& s : silent) {
-    s = connect_silently(e.token);
+    s = connect_endpoint(e.token);
     ASSERT_GE(s, 0);
   }
   usleep(300 * 1000);

@@ -18,6 +18,7 @@
 #include <set>
 
 #include "integration/share_peer/peer_client.h"
+#include "integration/share_peer/raw_endpoint.h"
 
 namespace {
 
@@ -294,94 +295,6 @@ TEST_F(ShareSecurity, ImportedHandleReachesOnlyItsOwnBytes) {
 }
 
 // ---- the exporter's endpoint, spoken to directly
-
-// The wire format of share_service.cpp (docs/sharing.md §5): a request of 24 bytes, a reply of 32
-// with the memory's descriptor attached on success. Replicated here on purpose: the control case
-// below proves the replica right, so the malformed variants are malformed in one way only.
-struct WireRequest {
-  uint32_t magic, kind;
-  uint64_t token;
-  int32_t device, pad;
-};
-struct WireReply {
-  uint32_t magic;
-  int32_t code;
-  uint64_t size;
-  uint32_t side;
-  int32_t device;
-  uint32_t page_type, mem_type;
-};
-static_assert(sizeof(WireRequest) == 24 && sizeof(WireReply) == 32, "the wire layout");
-constexpr uint32_t kWireMagic = 0x4d4d5641, kWireImport = 1, kWireProbe = 2;
-
-std::string request(uint64_t token, uint32_t kind = kWireImport, uint32_t magic = kWireMagic, int32_t pad = 0) {
-  const WireRequest r{magic, kind, token, 0, pad};
-  return std::string(reinterpret_cast<const char*>(&r), sizeof r);
-}
-
-// The endpoint of a token: the abstract unix socket drivers/emu/share_transport.cpp names.
-int connect_endpoint(uint64_t token) {
-  const int s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-  sockaddr_un a{};
-  a.sun_family = AF_UNIX;
-  const int n = std::snprintf(a.sun_path + 1, sizeof a.sun_path - 1, "aclvmm-share-%08x", share_id_of(token));
-  const socklen_t len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + n);
-  if (s >= 0 && connect(s, reinterpret_cast<sockaddr*>(&a), len) != 0) {
-    close(s);
-    return -1;
-  }
-  return s;
-}
-
-// One message, with `pass` copies of stdin's descriptor attached; false when the send failed.
-bool send_message(int s, const std::string& bytes, int pass = 0) {
-  iovec iov{const_cast<char*>(bytes.data()), bytes.size()};
-  msghdr mh{};
-  mh.msg_iov = &iov;
-  mh.msg_iovlen = 1;
-  std::vector<int> fds(static_cast<size_t>(pass), 0);
-  std::vector<char> control(CMSG_SPACE(sizeof(int) * fds.size()) + 8);
-  if (pass > 0) {
-    mh.msg_control = control.data();
-    mh.msg_controllen = CMSG_SPACE(sizeof(int) * fds.size());
-    cmsghdr* c = CMSG_FIRSTHDR(&mh);
-    c->cmsg_level = SOL_SOCKET;
-    c->cmsg_type = SCM_RIGHTS;
-    c->cmsg_len = CMSG_LEN(sizeof(int) * fds.size());
-    std::memcpy(CMSG_DATA(c), fds.data(), sizeof(int) * fds.size());
-  }
-  return sendmsg(s, &mh, MSG_NOSIGNAL) == static_cast<ssize_t>(bytes.size());
-}
-
-// What came back within timeout_ms: a reply (and its descriptor), the exporter hanging up, or
-// nothing at all.
-struct Answer {
-  enum { kReply, kHangUp, kSilence } kind = kSilence;
-  WireReply reply{};
-  int fd = -1;
-  ~Answer() {
-    if (fd >= 0) close(fd);
-  }
-};
-void await(int s, int timeout_ms, Answer* a) {
-  pollfd p{s, POLLIN, 0};
-  if (poll(&p, 1, timeout_ms) != 1) return;
-  char control[CMSG_SPACE(sizeof(int) * 4)];
-  iovec iov{&a->reply, sizeof a->reply};
-  msghdr mh{};
-  mh.msg_iov = &iov;
-  mh.msg_iovlen = 1;
-  mh.msg_control = control;
-  mh.msg_controllen = sizeof control;
-  ssize_t n = recvmsg(s, &mh, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
-  // An exporter that closes with a message of ours unread resets the connection, and the kernel
-  // reports the reset before the reply still queued here: read on once to get it.
-  if (n < 0 && errno == ECONNRESET) n = recvmsg(s, &mh, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
-  for (cmsghdr* c = CMSG_FIRSTHDR(&mh); n >= 0 && c; c = CMSG_NXTHDR(&mh, c)) {
-    if (c->cmsg_type == SCM_RIGHTS) std::memcpy(&a->fd, CMSG_DATA(c), sizeof(int));
-  }
-  a->kind = n == static_cast<ssize_t>(sizeof a->reply) ? Answer::kReply : Answer::kHangUp;
-}
 
 // Every kind of malformed, spoofed or interrupted request. After each one the exporter is still
 // there for a legitimate importer in another process, at once, and holds no more descriptors than

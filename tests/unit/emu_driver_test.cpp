@@ -254,8 +254,9 @@ TEST_F(EmuDriver, AdoptSharesBytesAndChecksSize) {
   ASSERT_EQ(mem->read(4096, got, 1), 0);
   EXPECT_EQ(got[0], 'x');
 
+  // Exactly the announced size: a sender must not pass off a larger file either (issue 13).
   std::shared_ptr<PhysicalMemory> small;
-  EXPECT_EQ(be_->adopt_physical(dup(mem->fd()), kMiB / 2, &small), 0);
+  EXPECT_EQ(be_->adopt_physical(dup(mem->fd()), kMiB / 2, &small), -EINVAL);
   std::shared_ptr<PhysicalMemory> big;
   int fd = dup(mem->fd());
   EXPECT_EQ(be_->adopt_physical(fd, kMiB + 1, &big), -EINVAL);

@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/mman.h>
+#include <sched.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -55,7 +56,7 @@ class ShareTransportTest : public ::testing::Test {
   void connect_pair(int* client, int* server, PeerInfo* peer = nullptr) {
     int lfd = -1;
     uint32_t id = listen_fresh(&lfd);
-    ASSERT_EQ(t_->connect(id, 1000, client), 0);
+    ASSERT_EQ(t_->connect(id, 1000, client, &server_), 0);
     PeerInfo local;
     ASSERT_EQ(t_->accept(lfd, server, peer != nullptr ? peer : &local), 0);
     t_->close(lfd);
@@ -63,6 +64,7 @@ class ShareTransportTest : public ::testing::Test {
 
   std::unique_ptr<Backend> backend_;
   ShareTransport* t_ = nullptr;
+  PeerInfo server_;  // who the last connect reached
 };
 
 int open_fd_count() {
@@ -78,6 +80,15 @@ int64_t now_ms() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
              std::chrono::steady_clock::now().time_since_epoch())
       .count();
+}
+
+// Whether the kernel reports peers as pidfds (SO_PEERPIDFD, Linux 6.5; 77 on these architectures).
+bool kernel_has_peer_pidfd(int sock) {
+  int pidfd = -1;
+  socklen_t len = sizeof(pidfd);
+  if (getsockopt(sock, SOL_SOCKET, 77, &pidfd, &len) != 0) return false;
+  close(pidfd);
+  return true;
 }
 
 int wait_exit_code(pid_t pid) {
@@ -110,7 +121,7 @@ TEST_F(ShareTransportTest, ListeningFdIsNonBlockingAndCloseOnExec) {
 
 TEST_F(ShareTransportTest, ConnectToUnusedIdIsRefused) {
   int fd = -1;
-  EXPECT_EQ(t_->connect(unused_id(), 500, &fd), -ECONNREFUSED);
+  EXPECT_EQ(t_->connect(unused_id(), 500, &fd, &server_), -ECONNREFUSED);
   EXPECT_EQ(fd, -1);
 }
 
@@ -118,10 +129,10 @@ TEST_F(ShareTransportTest, ClosedEndpointIsRefusedAndItsIdIsFreeAgain) {
   int lfd = -1;
   uint32_t id = listen_fresh(&lfd);
   int c = -1;
-  ASSERT_EQ(t_->connect(id, 500, &c), 0);
+  ASSERT_EQ(t_->connect(id, 500, &c, &server_), 0);
   t_->close(c);
   t_->close(lfd);
-  EXPECT_EQ(t_->connect(id, 500, &c), -ECONNREFUSED);
+  EXPECT_EQ(t_->connect(id, 500, &c, &server_), -ECONNREFUSED);
   // Abstract names need no cleanup: the id can be served again at once.
   ASSERT_EQ(t_->listen(id, &lfd), 0);
   t_->close(lfd);
@@ -160,6 +171,119 @@ TEST_F(ShareTransportTest, RoundTripInOneProcessReportsOurCredentials) {
   EXPECT_EQ(t_->recv(client, buf, sizeof(buf), &got_fd, 1000), 0);
   EXPECT_EQ(t_->send(client, &a, sizeof(a), -1), -EPIPE);
   t_->close(client);
+}
+
+// The importer's side of the credentials: on a connecting socket the kernel reports the process
+// that listens (as it was at listen()), whoever connects.
+TEST_F(ShareTransportTest, ConnectReportsTheListenersCredentials) {
+  int client = -1, server = -1;
+  ASSERT_NO_FATAL_FAILURE(connect_pair(&client, &server));
+  EXPECT_EQ(server_.pid, getpid());
+  EXPECT_EQ(server_.uid, getuid());
+  const bool pidfds = kernel_has_peer_pidfd(client);
+  EXPECT_EQ(t_->peer_pid_in_own_namespace(client), pidfds ? getpid() : 0);
+  t_->close(client);
+  t_->close(server);
+
+  // A listener in a child: the parent sees the child, not itself.
+  int lfd = -1;
+  int gate[2];
+  ASSERT_EQ(pipe(gate), 0);
+  int ready[2];
+  ASSERT_EQ(pipe(ready), 0);
+  uint32_t id = unused_id();
+  pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    alarm(10);
+    close(gate[1]);
+    if (t_->listen(id, &lfd) != 0) _exit(2);
+    if (write(ready[1], "r", 1) != 1) _exit(3);
+    char c;
+    (void)read(gate[0], &c, 1);
+    _exit(0);
+  }
+  close(gate[0]);
+  char c;
+  ASSERT_EQ(read(ready[0], &c, 1), 1);
+  int fd = -1;
+  PeerInfo seen;
+  ASSERT_EQ(t_->connect(id, 1000, &fd, &seen), 0);
+  EXPECT_EQ(seen.pid, child);
+  EXPECT_EQ(t_->peer_pid_in_own_namespace(fd), pidfds ? child : 0);
+  t_->close(fd);
+  close(gate[1]);
+  EXPECT_EQ(wait_exit_code(child), 0);
+  close(ready[0]);
+  close(ready[1]);
+}
+
+// A listener in a child pid namespace: SO_PEERCRED gives its pid as this namespace numbers it, and
+// the pidfd's NSpid chain ends with the pid it has in its own namespace (1: it is that
+// namespace's first process).
+TEST_F(ShareTransportTest, ListenerInAChildPidNamespaceReportsItsOwnPidToo) {
+  int ready[2], gate[2];
+  ASSERT_EQ(pipe(ready), 0);
+  ASSERT_EQ(pipe(gate), 0);
+  const uint32_t id = unused_id();
+  pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    alarm(10);
+    close(gate[1]);
+    if (unshare(CLONE_NEWPID) != 0) _exit(77);  // not permitted here: skipped below
+    pid_t inner = fork();
+    if (inner < 0) _exit(2);
+    if (inner == 0) {
+      int lfd = -1;
+      if (getpid() != 1 || t_->listen(id, &lfd) != 0) _exit(3);
+      if (write(ready[1], "r", 1) != 1) _exit(4);
+      char c;
+      (void)read(gate[0], &c, 1);
+      _exit(0);
+    }
+    _exit(wait_exit_code(inner));
+  }
+  close(gate[0]);
+  close(ready[1]);
+  char c;
+  const bool listening = read(ready[0], &c, 1) == 1;
+  int fd = -1;
+  PeerInfo seen;
+  if (listening) {
+    ASSERT_EQ(t_->connect(id, 1000, &fd, &seen), 0);
+    EXPECT_GT(seen.pid, 1);
+    EXPECT_NE(seen.pid, child);  // the grandchild, as this namespace numbers it
+    // Kernels before 6.5 have no SO_PEERPIDFD: the chain cannot be read there.
+    EXPECT_EQ(t_->peer_pid_in_own_namespace(fd), kernel_has_peer_pidfd(fd) ? 1 : 0);
+    t_->close(fd);
+  }
+  close(gate[1]);
+  const int code = wait_exit_code(child);
+  close(ready[0]);
+  if (code == 77) GTEST_SKIP() << "no permission to create a pid namespace";
+  EXPECT_TRUE(listening);
+  EXPECT_EQ(code, 0);
+}
+
+// The listener's wake object: readable from wake() until drained, whatever the count.
+TEST_F(ShareTransportTest, WakeObjectIsReadableUntilDrained) {
+  int w = -1;
+  ASSERT_EQ(t_->open_wake(&w), 0);
+  ASSERT_GE(w, 0);
+  EXPECT_TRUE(fcntl(w, F_GETFD) & FD_CLOEXEC);
+  bool ready = true;
+  EXPECT_EQ(t_->poll(&w, &ready, 1, 0), 0);
+  EXPECT_FALSE(ready);
+  t_->wake(w);
+  t_->wake(w);
+  EXPECT_EQ(t_->poll(&w, &ready, 1, 1000), 1);
+  EXPECT_TRUE(ready);
+  t_->drain_wake(w);
+  EXPECT_EQ(t_->poll(&w, &ready, 1, 0), 0);
+  EXPECT_FALSE(ready);
+  t_->drain_wake(w);  // draining an idle object does not block
+  t_->close(w);
 }
 
 TEST_F(ShareTransportTest, PassedMemfdShowsTheSameBytes) {
@@ -288,7 +412,7 @@ TEST_F(ShareTransportTest, ConnectToAStuckListenerTimesOut) {
   for (int i = 0; i < 200 && rc == 0; ++i) {
     int fd = -1;
     t0 = now_ms();
-    rc = t_->connect(id, 100, &fd);
+    rc = t_->connect(id, 100, &fd, &server_);
     if (rc == 0) conns.push_back(fd);
   }
   EXPECT_EQ(rc, -ETIMEDOUT);
@@ -313,7 +437,7 @@ TEST_F(ShareTransportTest, PollReportsReadiness) {
   EXPECT_FALSE(ready[1]);
 
   int client = -1;
-  ASSERT_EQ(t_->connect(id, 1000, &client), 0);
+  ASSERT_EQ(t_->connect(id, 1000, &client, &server_), 0);
   EXPECT_EQ(t_->poll(fds, ready, 2, 1000), 1);
   EXPECT_TRUE(ready[0]);
   EXPECT_FALSE(ready[1]);
@@ -355,7 +479,7 @@ TEST_F(ShareTransportTest, ForkedChildIsSeenWithItsOwnPid) {
   if (child == 0) {
     alarm(10);
     int fd = -1;
-    if (t_->connect(id, 2000, &fd) != 0) _exit(2);
+    if (t_->connect(id, 2000, &fd, &server_) != 0) _exit(2);
     uint32_t hello = 0x11223344;
     if (t_->send(fd, &hello, sizeof(hello), -1) != 0) _exit(3);
     uint32_t reply = 0;
@@ -391,7 +515,7 @@ TEST_F(ShareTransportTest, PeerThatExitedBeforeAcceptHasNoStartTime) {
   ASSERT_GE(child, 0);
   if (child == 0) {
     int fd = -1;
-    _exit(t_->connect(id, 2000, &fd) == 0 ? 0 : 2);
+    _exit(t_->connect(id, 2000, &fd, &server_) == 0 ? 0 : 2);
   }
   EXPECT_EQ(wait_exit_code(child), 0);
   int conn = -1;

@@ -3,6 +3,7 @@
 // Every wait is bounded, so a peer that hangs fails the test instead of hanging it.
 #pragma once
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -66,7 +67,9 @@ class Peer {
  public:
   // Starts the peer with this process's environment plus `env` ("NAME=value" entries replace the
   // inherited value of NAME). With `init`, the peer runs aclInit and aclrtSetDevice(0) first.
-  explicit Peer(const std::vector<std::string>& env = {}, bool init = true) {
+  // A `launcher` (a program and its arguments) runs the peer, e.g. in other namespaces.
+  explicit Peer(const std::vector<std::string>& env = {}, bool init = true,
+                const std::vector<std::string>& launcher = {}) {
     std::vector<std::string> vars;
     for (char** e = environ; *e; ++e) {
       std::string v = *e;
@@ -90,10 +93,14 @@ class Peer {
     posix_spawn_file_actions_init(&fa);
     posix_spawn_file_actions_adddup2(&fa, in[0], 0);
     posix_spawn_file_actions_adddup2(&fa, out[1], 1);
-    char path[] = ACLVMM_SHARE_PEER;
-    char* argv[] = {path, nullptr};
+    std::vector<std::string> args = launcher;
+    args.push_back(ACLVMM_SHARE_PEER);
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(&a[0]);
+    argv.push_back(nullptr);
+    const char* path = argv[0];
     fflush(nullptr);
-    const int rc = posix_spawn(&pid_, path, &fa, nullptr, argv, envp.data());
+    const int rc = posix_spawn(&pid_, path, &fa, nullptr, argv.data(), envp.data());
     posix_spawn_file_actions_destroy(&fa);
     close(in[0]);
     close(out[1]);
@@ -217,6 +224,14 @@ class Peer {
   void signal(int sig) {
     if (pid_ > 0 && !reaped_) kill(pid_, sig);
   }
+  // SIGSTOP, and waits until every thread of the peer has stopped: the kernel stops the other
+  // threads only once one of them has taken the signal, and until then they run on.
+  void stop() {
+    signal(SIGSTOP);
+    const double deadline = now_s() + 10;
+    while (!all_threads_stopped() && now_s() < deadline) usleep(1000);
+    EXPECT_TRUE(all_threads_stopped()) << "peer " << pid_ << " did not stop";
+  }
   int kill_and_wait() {
     signal(SIGKILL);
     return reap(10000);
@@ -244,6 +259,24 @@ class Peer {
     reaped_ = true;
     status_ = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
     return status_;
+  }
+
+  bool all_threads_stopped() const {
+    const std::string dir = "/proc/" + std::to_string(pid_) + "/task";
+    DIR* d = opendir(dir.c_str());
+    if (!d) return false;
+    bool all = true;
+    while (dirent* e = readdir(d)) {
+      if (e->d_name[0] == '.') continue;
+      FILE* f = std::fopen((dir + "/" + e->d_name + "/stat").c_str(), "re");
+      char buf[512] = {};
+      const size_t n = f ? std::fread(buf, 1, sizeof buf - 1, f) : 0;
+      if (f) std::fclose(f);
+      const char* state = n ? std::strrchr(buf, ')') : nullptr;  // field 3 follows the name
+      all = all && state && state[1] == ' ' && (state[2] == 'T' || state[2] == 't');
+    }
+    closedir(d);
+    return all;
   }
 
   pid_t pid_ = -1;
@@ -295,6 +328,13 @@ std::string line(const char* c, const A&... a) {
   o << c;
   ((o << ' ' << a), ...);
   return o.str();
+}
+
+// Slot `slot` of the peer: a fresh 2 MiB device-0 handle, mapped, holding peer_pattern(seed).
+inline void fill_slot(Peer& p, int slot, unsigned seed) {
+  ASSERT_EQ(p.rc(line("alloc", slot, 0, k2M)), kOk);
+  ASSERT_EQ(p.rc(line("map", slot, k2M)), kOk);
+  ASSERT_EQ(p.rc(line("write", slot, 0, k2M, seed)), kOk);
 }
 
 }  // namespace share_test

@@ -32,16 +32,39 @@
 //                                           as importer INDEX: 0 <ok> <unknown> <denied> <breaches>
 //                                           <bad> [first problem]; breaches are imports that should
 //                                           have been refused and wrong bytes, bad any other failure
+//   halloc S SIZE                           aclrtMallocPhysical of host memory (location HOST)
+//   cpuwrite S OFF N SEED | cpucheck S OFF N SEED
+//                                           the CPU writes / compares peer_pattern(N, SEED) at the
+//                                           slot's (host-mapped) range + OFF directly: <rc> [<1 if equal>]
+//   zeros S OFF N                           <rc> <1 if the N bytes at range + OFF read (D2H) as zeros>
+//   user                                    becomes the unprivileged user "nobody" for good
+//   limit nofile|nproc SOFT [HARD]          setrlimit (the hard limit stays unless given; SOFT "max":
+//                                           the hard limit)
+//   open PATH | fill PATH | closeall        open(PATH) and keep it: 0 <fd> or -1 <errno>; open it
+//                                           until that fails: 0 <count> <errno>; close them: 0 <count>
+//   abuse                                   on every descriptor of this process whose link is
+//                                           "memfd:aclvmm-phys" (memory it received or made), tries
+//                                           ftruncate smaller, ftruncate larger, F_ADD_SEALS WRITE,
+//                                           F_ADD_SEALS FUTURE_WRITE, fallocate past the end:
+//                                           0 <descriptors> <errno of each try, 0 if it succeeded>...
+//   punch OFF N                             fallocate(PUNCH_HOLE) of [OFF, OFF+N) on those: <rc>
 //   reexec                                  0, then execs this program again
 //   quit CODE                               exit(CODE) without aclFinalize
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <grp.h>
 #include <poll.h>
+#include <pwd.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
+
+#include <cerrno>
 
 #include <cstdint>
 #include <cstdio>
@@ -76,6 +99,71 @@ int count_dir(const char* path) {
   }
   closedir(d);
   return n - (std::strcmp(path, "/proc/self/fd") == 0 ? 1 : 0);  // the DIR's own descriptor
+}
+
+std::vector<int> g_kept;  // descriptors of "open" / "fill"
+
+aclError malloc_physical(aclrtDrvMemHandle* h, size_t size, aclrtMemLocationType type, uint32_t id,
+                         aclrtMemAttr attr) {
+  aclrtPhysicalMemProp p{};
+  p.handleType = ACL_MEM_HANDLE_TYPE_NONE;
+  p.allocationType = ACL_MEM_ALLOCATION_TYPE_PINNED;
+  p.memAttr = attr;
+  p.location.type = type;
+  p.location.id = id;
+  return aclrtMallocPhysical(h, size, &p, 0);
+}
+
+#ifndef F_SEAL_FUTURE_WRITE
+#define F_SEAL_FUTURE_WRITE 0x0010
+#endif
+
+// The descriptors of this process that are aclvmm physical memory.
+std::vector<int> physical_memory_fds() {
+  std::vector<int> out;
+  DIR* d = opendir("/proc/self/fd");
+  if (!d) return out;
+  while (dirent* e = readdir(d)) {
+    if (e->d_name[0] == '.') continue;
+    char link[256] = {};
+    const std::string path = std::string("/proc/self/fd/") + e->d_name;
+    if (readlink(path.c_str(), link, sizeof link - 1) > 0 && std::strstr(link, "memfd:aclvmm-phys")) {
+      out.push_back(std::atoi(e->d_name));
+    }
+  }
+  closedir(d);
+  return out;
+}
+
+// What an importer could do to a received descriptor beyond the ACL API; the errno of each try.
+std::string abuse_memory() {
+  const std::vector<int> fds = physical_memory_fds();
+  std::ostringstream out;
+  out << 0 << ' ' << fds.size();
+  for (int fd : fds) {
+    struct stat st{};
+    fstat(fd, &st);
+    auto err = [](int rc) { return rc == 0 ? 0 : errno; };
+    out << ' ' << err(ftruncate(fd, 0)) << ' ' << err(ftruncate(fd, st.st_size * 2)) << ' '
+        << err(fcntl(fd, F_ADD_SEALS, F_SEAL_WRITE) < 0 ? -1 : 0) << ' '
+        << err(fcntl(fd, F_ADD_SEALS, F_SEAL_FUTURE_WRITE) < 0 ? -1 : 0) << ' '
+        << err(fallocate(fd, 0, st.st_size, 4096));
+  }
+  return out.str();
+}
+
+bool become_nobody() {
+  uid_t uid = 65534;
+  gid_t gid = 65534;
+  if (const passwd* pw = getpwnam("nobody")) {
+    uid = pw->pw_uid;
+    gid = pw->pw_gid;
+  }
+  if (setgroups(0, nullptr) != 0 || setresgid(gid, gid, gid) != 0 || setresuid(uid, uid, uid) != 0) {
+    return false;
+  }
+  (void)prctl(PR_SET_DUMPABLE, 1, 0, 0, 0);  // /proc/self stays this process's own to read
+  return geteuid() == uid;
 }
 
 std::string hex_bytes(const unsigned char* p, size_t n) {
@@ -212,13 +300,9 @@ std::string run(const std::vector<std::string>& w) {
   } else if (c == "pid") {
     out << 0 << ' ' << getpid();
   } else if (c == "alloc" && w.size() >= 4) {
-    aclrtPhysicalMemProp p{};
-    p.handleType = ACL_MEM_HANDLE_TYPE_NONE;
-    p.allocationType = ACL_MEM_ALLOCATION_TYPE_PINNED;
-    p.memAttr = w.size() > 4 ? static_cast<aclrtMemAttr>(num(4)) : ACL_HBM_MEM_HUGE;
-    p.location.type = ACL_MEM_LOCATION_TYPE_DEVICE;
-    p.location.id = static_cast<uint32_t>(num(2));
-    out << aclrtMallocPhysical(&slot(1).handle, static_cast<size_t>(num(3)), &p, 0);
+    const aclrtMemAttr attr = w.size() > 4 ? static_cast<aclrtMemAttr>(num(4)) : ACL_HBM_MEM_HUGE;
+    out << malloc_physical(&slot(1).handle, static_cast<size_t>(num(3)), ACL_MEM_LOCATION_TYPE_DEVICE,
+                           static_cast<uint32_t>(num(2)), attr);
   } else if (c == "free") {
     out << aclrtFreePhysical(slot(1).handle);
   } else if (c == "export" && w.size() >= 3) {
@@ -344,6 +428,59 @@ std::string run(const std::vector<std::string>& w) {
     out << (n == static_cast<ssize_t>(blob.size()) ? 0 : -1);
   } else if (c == "stress" && w.size() >= 5) {
     return stress_imports(w[1], static_cast<size_t>(num(2)), static_cast<long>(num(3)), static_cast<int>(num(4)));
+  } else if (c == "halloc" && w.size() >= 3) {
+    out << malloc_physical(&slot(1).handle, static_cast<size_t>(num(2)), ACL_MEM_LOCATION_TYPE_HOST, 0,
+                           ACL_MEM_HUGE);
+  } else if ((c == "cpuwrite" || c == "cpucheck") && w.size() >= 5) {
+    char* at = static_cast<char*>(slot(1).va) + num(2);
+    const size_t n = static_cast<size_t>(num(3));
+    const std::string bytes = share_peer::peer_pattern(n, static_cast<unsigned>(num(4)));
+    if (c == "cpuwrite") {
+      std::memcpy(at, bytes.data(), n);
+      out << 0;
+    } else {
+      out << 0 << ' ' << (std::memcmp(at, bytes.data(), n) == 0);
+    }
+  } else if (c == "zeros" && w.size() >= 4) {
+    Slot& s = slot(1);
+    const size_t n = static_cast<size_t>(num(3));
+    std::string got(n, '\x7f');
+    const aclError rc = aclrtMemcpy(&got[0], n, static_cast<char*>(s.va) + num(2), n,
+                                    ACL_MEMCPY_DEVICE_TO_HOST);
+    out << rc << ' ' << (rc == ACL_SUCCESS && got == std::string(n, '\0'));
+  } else if (c == "user") {
+    out << (become_nobody() ? 0 : -1);
+  } else if (c == "limit" && w.size() >= 3) {
+    const int res = w[1] == "nofile" ? RLIMIT_NOFILE : w[1] == "nproc" ? RLIMIT_NPROC : -1;
+    rlimit rl{};
+    if (res < 0 || getrlimit(res, &rl) != 0) return "-1 unknown limit";
+    rl.rlim_cur = w[2] == "max" ? rl.rlim_max : static_cast<rlim_t>(num(2));
+    if (w.size() >= 4) rl.rlim_max = static_cast<rlim_t>(num(3));
+    out << (setrlimit(res, &rl) == 0 ? 0 : -errno);
+  } else if (c == "open" && w.size() >= 2) {
+    const int fd = open(w[1].c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return "-1 " + std::to_string(errno);
+    g_kept.push_back(fd);
+    out << 0 << ' ' << fd;
+  } else if (c == "fill" && w.size() >= 2) {
+    int fd, count = 0;
+    while ((fd = open(w[1].c_str(), O_RDONLY | O_CLOEXEC)) >= 0) {
+      g_kept.push_back(fd);
+      ++count;
+    }
+    out << 0 << ' ' << count << ' ' << errno;
+  } else if (c == "closeall") {
+    for (int fd : g_kept) close(fd);
+    out << 0 << ' ' << g_kept.size();
+    g_kept.clear();
+  } else if (c == "abuse") {
+    return abuse_memory();
+  } else if (c == "punch" && w.size() >= 3) {
+    int rc = 0;
+    for (int fd : physical_memory_fds()) {
+      if (fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, num(1), num(2)) != 0) rc = errno;
+    }
+    out << rc;
   } else if (c == "reexec") {
     // A new program image in the same process (same pid, same start time). The reply comes before
     // the exec, so the test sends nothing more until this image stops reading stdin (what it had
