@@ -59,6 +59,11 @@ class FaultTracker {
   virtual bool started() const = 0;
   // Closes the tracker (nothing may be watched any more); start() may open it again.
   virtual void stop() = 0;
+  // In a forked child, on the tracker inherited from the parent: lets go of it without acting on
+  // it. Whatever it tracks belongs to the parent (unregistering or waking would act on the
+  // parent's ranges, and reading its faults would steal them), and a lock of the parent's may be
+  // held. The object is not used again.
+  virtual void abandon() = 0;
   virtual int watch(uint64_t va, uint64_t size) = 0;
   virtual int unwatch(uint64_t va, uint64_t size) = 0;
   // The CPU's next access to [va, va+size) faults (the bytes stay in the physical memory).

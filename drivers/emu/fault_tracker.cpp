@@ -106,6 +106,14 @@ void UffdFaultTracker::stop() {
   if (fd >= 0) ::close(fd);
 }
 
+void UffdFaultTracker::abandon() {
+  // No start_mu_: a thread of the parent may have held it at fork. Closing the child's copy of the
+  // descriptor neither unregisters nor wakes anything while the parent holds its own (and once the
+  // parent has closed it, releasing what is left is what the parent asked for).
+  const int fd = fd_.exchange(-1);
+  if (fd >= 0) ::close(fd);
+}
+
 int UffdFaultTracker::start() {
   if (started()) return 0;
   std::lock_guard<std::mutex> lock(start_mu_);

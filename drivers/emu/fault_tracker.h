@@ -20,8 +20,9 @@
 //   them on shmem. Protection lives in the page-table entries (markers where no entry exists), so
 //   allow_writes() a range before revoking it: a revoked page must come back writable.
 // - fork(): without UFFD_FEATURE_EVENT_FORK the child's mappings are not registered (its accesses
-//   fault normally), but the inherited descriptor still refers to the parent's address space, so a
-//   forked child must not call this object.
+//   fault normally), but the inherited descriptor still refers to the parent's address space: every
+//   ioctl on it acts on the parent's ranges and a read takes the parent's faults. A forked child
+//   calls only abandon(), which closes the child's copy of the descriptor and nothing else.
 #pragma once
 
 #include <atomic>
@@ -46,6 +47,7 @@ class UffdFaultTracker final : public FaultTracker {
   int start() override;
   bool started() const override { return fd_.load(std::memory_order_acquire) >= 0; }
   void stop() override;
+  void abandon() override;
   bool user_mode_only() const { return user_mode_only_.load(std::memory_order_acquire); }
 
   int watch(uint64_t va, uint64_t size) override;

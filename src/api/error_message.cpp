@@ -7,6 +7,8 @@
 #include <ctime>
 #include <deque>
 
+#include "core/log.h"
+
 namespace aclvmm::api {
 namespace {
 
@@ -51,7 +53,8 @@ std::string now() {
   struct timeval tv;
   gettimeofday(&tv, nullptr);
   struct tm tm;
-  localtime_r(&tv.tv_sec, &tm);
+  // Not localtime_r: its glibc lock is not reset by fork (log::local_time is held across it).
+  log::local_time(tv.tv_sec, &tm);
   char buf[64];
   snprintf(buf, sizeof buf, "%04d-%02d-%02d-%02d:%02d:%02d.%03d.%03d", tm.tm_year + 1900,
            tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,

@@ -2,6 +2,7 @@
 
 #include <cerrno>
 #include <mutex>
+#include <new>
 
 #include "core/log.h"
 
@@ -42,6 +43,7 @@ bool is_reservation(const Region& r) {
 
 Status AddressSpace::claim_windows(drv::Backend* backend) {
   std::unique_lock<ReadMostlyMutex> lock(mu_);
+  std::lock_guard<std::mutex> claims(claims_mu_);
   if (backend_) return Status::Ok();
   host_window_size_ = kHostWindowSize;
   uvm_window_size_ = kUvmWindowSize;
@@ -94,6 +96,8 @@ Status AddressSpace::claim_windows(drv::Backend* backend) {
 
 std::vector<std::unique_ptr<Region>> AddressSpace::clear() {
   std::unique_lock<ReadMostlyMutex> lock(mu_);
+  // A no-UC range and its record go together, so a fork never sees one without the other.
+  std::lock_guard<std::mutex> claims(claims_mu_);
   std::vector<std::unique_ptr<Region>> out;
   for (auto& [base, region] : regions_) {
     unindex(*region);
@@ -104,11 +108,24 @@ std::vector<std::unique_ptr<Region>> AddressSpace::clear() {
     out.push_back(std::move(region));
   }
   regions_.clear();
+  no_uc_claims_.clear();
   if (backend_) {
     host_.reset(host_window_, host_window_ + host_window_size_);
     svm_.reset(svm_window_ + svm_general_, svm_window_ + svm_window_size_);
   }
   return out;
+}
+
+void AddressSpace::release_inherited_claims() {
+  std::lock_guard<std::mutex> claims(claims_mu_);
+  if (!backend_) return;  // never claimed anything
+  for (const auto& [base, span] : no_uc_claims_) (void)backend_->release_window(base, span);
+  const AddressRange windows[] = {{host_window_, host_window_size_},
+                                  {uvm_window_, uvm_window_size_},
+                                  {svm_window_, svm_window_size_}};
+  for (const AddressRange& w : windows) {
+    if (w.size != 0) (void)backend_->release_window(w.base, w.size);
+  }
 }
 
 const Region* AddressSpace::find_region(uint64_t va) const {
@@ -147,10 +164,17 @@ StatusOr<uint64_t> AddressSpace::reserve(uint64_t size, uint64_t expect, bool no
                                                    " is outside the no-UC window [0x180000000000, "
                                                    "0x800000000000)");
     }
+    std::lock_guard<std::mutex> claims(claims_mu_);
     int rc = backend_->claim_fixed(expect, rsize);
     if (rc != 0) {
       return Error(ACL_ERROR_RT_DRV_INTERNAL_ERROR,
                    "the range at " + hex(expect) + " is already in use");
+    }
+    try {
+      no_uc_claims_.emplace(expect, rsize);
+    } catch (const std::bad_alloc&) {
+      (void)backend_->release_window(expect, rsize);  // rollback: the claim goes with the record
+      return Error(ACL_ERROR_RT_MEMORY_ALLOCATION, "no memory to record the reservation");
     }
     region->kind = RegionKind::kNoUcReservation;
     region->base = expect;
@@ -213,12 +237,14 @@ Status AddressSpace::release(uint64_t base) {
                      std::to_string(r.mappings.size()) + " mapping(s); unmap them first");
   }
   if (r.kind == RegionKind::kNoUcReservation) {
+    std::lock_guard<std::mutex> claims(claims_mu_);
     // A range that cannot be given back stays reserved: forgetting it would leak the placeholder.
     int rc = backend_->release_window(r.base, r.span);
     if (rc != 0) {
       return Error(code_from_errno(rc), "the range at " + hex(base) +
                                             " could not be given back: errno " + std::to_string(-rc));
     }
+    no_uc_claims_.erase(r.base);
   } else {
     svm_.free(r.base, r.span);
   }

@@ -133,6 +133,17 @@ class AddressSpace {
   // Drops every region and mapping (finalize); returns them so the caller can report leaks.
   std::vector<std::unique_ptr<Region>> clear();
 
+  // fork(): what this object claimed from the process's address space (the windows and the no-UC
+  // reservations) is recorded under claims_mu_, which the runtime's prepare handler holds across
+  // fork, so that a child finds the record whole; both processes release it after fork.
+  void lock_for_fork() { claims_mu_.lock(); }
+  void unlock_after_fork() { claims_mu_.unlock(); }
+  // In a forked child, on the address space it inherited: gives back every window and no-UC
+  // reservation it claimed, and with them every mapping inside, as the child's own address space
+  // has them. No Region is touched or destroyed: their memory and charges are the parent's, and
+  // their tree may have been in the middle of a change at fork.
+  void release_inherited_claims();
+
   // Reservations (VMM). `expect` 0: anywhere in the device window.
   StatusOr<uint64_t> reserve(uint64_t size, uint64_t expect, bool no_uc, const char* api);
   Status release(uint64_t base);
@@ -186,6 +197,10 @@ class AddressSpace {
   void unindex(const Region& r);
 
   mutable ReadMostlyMutex mu_;  // the region tree; lock order: mu_, then a Region's mu
+  // The claims (lock order: mu_, then claims_mu_): the window fields below while they are claimed,
+  // and no_uc_claims_.
+  std::mutex claims_mu_;
+  std::map<uint64_t, uint64_t> no_uc_claims_;  // base -> span of each no-UC reservation
   ChunkIndex index_;            // lock-free answers for the device window (chunk_index.h)
   std::map<uint64_t, std::unique_ptr<Region>> regions_;
   VaAllocator svm_;       // general device window (aclrtMalloc, reservations)

@@ -96,6 +96,7 @@ class FaultInjectingTracker final : public drv::FaultTracker {
   }
   bool started() const override { return inner_.started(); }
   void stop() override { inner_.stop(); }
+  void abandon() override { inner_.abandon(); }
   int watch(uint64_t va, uint64_t size) override {
     if (int e = injected("drv.uffd_watch")) return e;
     return inner_.watch(va, size);

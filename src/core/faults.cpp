@@ -70,4 +70,7 @@ uint32_t faults_remaining(const std::string& api) {
   return 0;
 }
 
+void faults_hold_for_fork() { g_mu.lock(); }
+void faults_release_after_fork() { g_mu.unlock(); }
+
 }  // namespace aclvmm

@@ -38,5 +38,9 @@ int faults_check_throw(const char* api);
 // Calls of `api` until its rule fires, the failing one included; 0 when no rule is armed for it
 // (it never was, was cleared, or has fired).
 uint32_t faults_remaining(const std::string& api);
+// fork(): the rules' lock is held across fork (runtime_fork.cpp), so that neither process
+// inherits it taken; both release it afterwards.
+void faults_hold_for_fork();
+void faults_release_after_fork();
 
 }  // namespace aclvmm

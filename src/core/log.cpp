@@ -24,6 +24,7 @@ std::atomic<int> g_level{-1};
 std::atomic<int> g_stdout{0};
 std::mutex g_mu;
 std::shared_ptr<spdlog::logger> g_logger;  // created on the first line, not at start-up
+std::mutex g_clock_mu;                     // local_time(); taken under g_mu, never around it
 
 int read_level() {
   const char* v = std::getenv("ASCEND_GLOBAL_LOG_LEVEL");
@@ -65,7 +66,7 @@ std::shared_ptr<spdlog::logger> make_logger() {
   struct timeval tv;
   gettimeofday(&tv, nullptr);
   struct tm tm;
-  localtime_r(&tv.tv_sec, &tm);
+  local_time(tv.tv_sec, &tm);
   strftime(stamp, sizeof stamp, "%Y%m%d%H%M%S", &tm);
   std::string file = dir + "/plog-" + std::to_string(getpid()) + "_" + stamp +
                      fmt::format("{:03d}", static_cast<int>(tv.tv_usec / 1000)) + ".log";
@@ -115,7 +116,7 @@ void write_line(Level level, const char* module, const char* file, int line, con
   struct timeval tv;
   gettimeofday(&tv, nullptr);
   struct tm tm;
-  localtime_r(&tv.tv_sec, &tm);
+  local_time(tv.tv_sec, &tm);
   const char* base = std::strrchr(file, '/');
   std::string text = fmt::format(
       "[{}] {}({},{}):{:04d}-{:02d}-{:02d}-{:02d}:{:02d}:{:02d}.{:03d}.{:03d} [{}:{}]{} {}:{}",
@@ -159,6 +160,22 @@ void emit(Level level, const char* module, const char* file, int line, const cha
   } catch (...) {
     // No memory for the line, or the sink failed: the line is dropped, the caller goes on.
   }
+}
+
+void local_time(time_t t, struct tm* out) {
+  std::lock_guard<std::mutex> lock(g_clock_mu);
+  localtime_r(&t, out);
+}
+
+void hold_for_fork() {
+  g_mu.lock();
+  g_clock_mu.lock();
+}
+
+void release_after_fork(bool child) {
+  if (child) (void)new std::shared_ptr<spdlog::logger>(std::move(g_logger));  // leaked on purpose
+  g_clock_mu.unlock();
+  g_mu.unlock();
 }
 
 }  // namespace aclvmm::log

@@ -9,6 +9,7 @@
 // dropped.
 #pragma once
 
+#include <ctime>
 #include <string>
 
 #include <spdlog/fmt/fmt.h>
@@ -22,6 +23,15 @@ void emit(Level level, const char* module, const char* file, int line, const cha
           const std::string& message) noexcept;
 // Re-reads the environment (aclInit does this so a test can change the level).
 void reconfigure() noexcept;
+// localtime_r for the library's threads. glibc's localtime_r takes a lock of its own that fork()
+// does not reset: a child forked while another thread is inside it hangs in its next localtime_r.
+// Here the call runs under a lock that is held across fork, so no library thread is inside it then.
+void local_time(time_t t, struct tm* out);
+// fork(): the logger's locks are held across fork (runtime_fork.cpp), so that neither process
+// inherits them taken. A child also lets go of the logger without destroying it (its sink's own
+// lock may be held by a thread that exists only in the parent): its next line opens its own log.
+void hold_for_fork();
+void release_after_fork(bool child);
 
 }  // namespace aclvmm::log
 

@@ -34,21 +34,29 @@ void ManagedMemory::attach(drv::Backend* backend, uint64_t window, uint64_t wind
   va_.reset(window, window + window_size);
 }
 
-void ManagedMemory::start_tracking() {
+Status ManagedMemory::start_tracking() {
   // Started with the first allocation and stopped when the last range goes (aclFinalize), so an
   // application that never uses managed memory has no descriptor or thread for it.
-  if (tracking_ || tracking_failed_) return;
+  if (tracking_ || tracking_failed_) return Status::Ok();
   int rc = tracker_->start();
   if (rc != 0) {
     tracking_failed_ = true;
     ACLVMM_LOG_WARN("RUNTIME", "CPU fault tracking is unavailable (errno {}): managed memory stays "
                     "on the host and devices reach it in place", -rc);
-    return;
+    return Status::Ok();
+  }
+  stop_.store(false);
+  try {
+    fault_thread_ = new std::thread([this] { serve_faults(); });
+  } catch (const std::exception& e) {  // std::system_error (no thread) or std::bad_alloc
+    // Rollback: no descriptor stays open. A later allocation tries again (the machine may have
+    // threads to spare by then), so this is not the permanent "unavailable" above.
+    tracker_->stop();
+    return Error(ACL_ERROR_RT_RESOURCE_ALLOC_FAIL,
+                 fmt::format("the managed-memory fault thread could not be created: {}", e.what()));
   }
   tracking_ = true;
-  stop_.store(false);
-  fault_thread_ = new std::thread([this] { serve_faults(); });
-  fault_thread_pid_ = getpid();
+  return Status::Ok();
 }
 
 void ManagedMemory::stop_tracking() {
@@ -67,11 +75,10 @@ void ManagedMemory::stop_tracking_life_locked(bool only_if_unused) {
     fault_thread_ = nullptr;
     stop_.store(true);
   }
-  if (thread && fault_thread_pid_ == getpid()) {
+  if (thread) {
     thread->join();
     delete thread;
   }
-  // In a forked child the thread is the parent's: the object is left alone.
   tracker_->stop();
 }
 
@@ -100,7 +107,8 @@ StatusOr<uint64_t> ManagedMemory::allocate(uint64_t size) {
   {
     Lock lock(mu_);
     started_here = !tracking_;
-    start_tracking();
+    Status tracking = start_tracking();
+    if (!tracking.ok()) return tracking;  // nothing was started
     started_here = started_here && tracking_;
   }
   // Rollback: tracking this call started (a descriptor and a thread) stops again when the call

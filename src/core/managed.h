@@ -131,7 +131,9 @@ class ManagedMemory {
   void place_on_node(ManagedRange& r, size_t page, int node);
   void serve_faults();
   void serve_fault(const drv::CpuFault& fault);
-  void start_tracking();  // under life_mu_ and mu_
+  // Under life_mu_ and mu_. 207005 when the fault thread cannot be created (nothing stays
+  // started); a machine without fault tracking is not an error (the pages stay on the host).
+  Status start_tracking();
   void stop_tracking();   // takes life_mu_; not under mu_
   // Under life_mu_, not under mu_. `only_if_unused`: only when no range is live (a failed first
   // allocation gives back the tracking it started).
@@ -152,7 +154,6 @@ class ManagedMemory {
   ManagedStats stats_;
   bool tracking_failed_ = false;
   std::thread* fault_thread_ = nullptr;
-  pid_t fault_thread_pid_ = 0;
   std::atomic<bool> stop_{false};
 };
 

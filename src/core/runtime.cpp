@@ -1,7 +1,10 @@
 #include "core/runtime.h"
 
+#include <pthread.h>
+
 #include <cstdlib>
 #include <fstream>
+#include <new>
 #include <sstream>
 
 #include "core/fault_backend.h"
@@ -18,6 +21,12 @@ namespace {
 // The calling thread's current context (the vendor keeps it per thread too).
 thread_local std::shared_ptr<Context> t_context;
 
+// The process's runtime: replaced only in a forked child, by the fork handler, while the child
+// has a single thread.
+std::atomic<Runtime*> g_runtime{nullptr};
+// atexit handlers are inherited over fork: one registration serves every runtime of the image.
+std::atomic<bool> g_exit_registered{false};
+
 Context* live_context() {
   Context* c = t_context.get();
   return c && c->alive.load(std::memory_order_acquire) ? c : nullptr;
@@ -30,11 +39,64 @@ void at_exit() {
   SmiPublisher::get().remove();
 }
 
+// A table's tag for the runtime `generation` forks below the first: the low byte names the table
+// (distinct for all three), the high byte counts forks, so no token a parent issued is ever a
+// token of its child's tables (until 256 nested forks).
+uint16_t fork_tag(uint16_t tag, uint32_t generation) {
+  return static_cast<uint16_t>((tag & 0xffu) | ((((tag >> 8) + generation) & 0xffu) << 8));
+}
+
+ShareService& process_sharing() {
+  static ShareService* service = new ShareService();  // never destroyed, like the runtime
+  return *service;
+}
+
+// Aborts streams taken out of the tables (after mu_ is released). A stream whose task is the
+// caller (exit() from a kernel) is kept alive: its worker's frames are still on this stack.
+void abort_streams(std::vector<std::shared_ptr<Stream>>& streams) {
+  for (auto& stream : streams) {
+    stream->abort();
+    if (Stream::running() == stream.get()) new std::shared_ptr<Stream>(stream);  // leaked on purpose
+  }
+  streams.clear();
+}
+
 }  // namespace
 
+Runtime::Runtime(uint32_t generation)
+    : generation_(generation),
+      physical_(fork_tag(0x7a11, generation)),
+      contexts_(fork_tag(0xc0c1, generation)),
+      streams_(fork_tag(0x57e4, generation)),
+      sharing_(process_sharing()) {}
+
 Runtime& Runtime::get() {
-  static Runtime* rt = new Runtime();  // never destroyed: calls may come from late destructors
-  return *rt;
+  if (Runtime* rt = g_runtime.load(std::memory_order_acquire)) return *rt;
+  // Never destroyed: calls may come from late destructors.
+  static const bool created = [] {
+    g_runtime.store(new Runtime(0), std::memory_order_release);
+    pthread_atfork(&Runtime::fork_prepare, &Runtime::fork_parent, &Runtime::fork_child);
+    return true;
+  }();
+  (void)created;
+  return *g_runtime.load(std::memory_order_acquire);
+}
+
+void Runtime::replace_in_forked_child() {
+  Runtime* inherited = g_runtime.load(std::memory_order_relaxed);
+  if (!inherited) return;
+  // Its descriptor is the parent's: reading it would take the parent's faults.
+  if (inherited->backend_) inherited->backend_->fault_tracker().abandon();
+  Runtime* fresh = new Runtime(inherited->generation_ + 1);
+  fresh->inherited_ = inherited;
+  g_runtime.store(fresh, std::memory_order_release);
+  // The forking thread's current context is the parent's; every other thread is gone.
+  (void)new std::shared_ptr<Context>(std::move(t_context));  // leaked: the object is the parent's
+}
+
+void Runtime::release_inherited() {
+  for (Runtime* r = inherited_; r; r = r->inherited_) r->space_.release_inherited_claims();
+  inherited_ = nullptr;
 }
 
 Status Runtime::start() {
@@ -51,6 +113,9 @@ Status Runtime::start_locked() {
   // Armed before the backend's first steps, so that ACLVMM_FAULTS reaches the window claims too.
   faults_reset(cfg->faults);
   if (!backend_) {
+    // A forked child's first start: the parent's windows go first, so that ours land where the
+    // vendor's are.
+    release_inherited();
     // Always behind the fault-injection decorator: "drv.*" rules fail single backend steps.
     backend_ = with_fault_injection(drv::create_backend(cfg->driver));
     if (!backend_) return Error(kAclInvalidParam, "no driver backend called " + cfg->driver);
@@ -61,7 +126,7 @@ Status Runtime::start_locked() {
     }
     sharing_.attach(&backend_->share_transport());
     managed_.attach(backend_.get(), space_.uvm_window(), space_.uvm_window_size());
-    std::atexit(at_exit);
+    if (!g_exit_registered.exchange(true)) std::atexit(at_exit);
   }
   config_ = std::move(*cfg);
   space_.set_host_access_open(config_.host_access_open);
@@ -117,26 +182,42 @@ Status Runtime::init(const char* config_path) {
 }
 
 Status Runtime::finalize() {
-  std::lock_guard<std::recursive_mutex> lock(mu_);
+  // Finalising joins every stream's worker, the caller's own included.
+  if (Stream::running()) return Stream::refuse_from_task(Stream::kWouldDestroy);
+  std::unique_lock<std::recursive_mutex> lock(mu_);
   if (init_refs_ == 0) {
     return Error(kAclRepeatFinalize, "aclFinalize without a matching aclInit");
   }
   if (--init_refs_ > 0) return Status::Ok();
-  teardown("aclFinalize");
+  teardown_locked(lock, "aclFinalize");
   return Status::Ok();
 }
 
 void Runtime::teardown(const char* why) {
-  std::lock_guard<std::recursive_mutex> lock(mu_);
-  if (!started_.load()) return;
+  std::unique_lock<std::recursive_mutex> lock(mu_);
+  teardown_locked(lock, why);
+}
+
+void Runtime::teardown_locked(std::unique_lock<std::recursive_mutex>& lock, const char* why) {
+  if (!started_.load() || tearing_down_) return;
+  tearing_down_ = true;  // a teardown racing this one (exit during aclFinalize) leaves it alone
   // Exports end first so that no importer is served from memory being torn down.
   if (size_t n = sharing_.live_exports()) {
     ACLVMM_LOG_WARN("RUNTIME", "{}: ending {} export(s) still open", why, n);
   }
   sharing_.shutdown();
-  for (auto& [token, stream] : streams_.snapshot()) {
-    stream->abort();
-    streams_.remove(token);
+  // Streams stop before any memory goes: their tasks may be using it. Their workers are joined
+  // with mu_ released, since a task may be calling back into the runtime and waiting for mu_;
+  // streams such a task creates meanwhile are taken by the next round.
+  for (auto streams = streams_.snapshot(); !streams.empty(); streams = streams_.snapshot()) {
+    std::vector<std::shared_ptr<Stream>> doomed;
+    for (auto& [token, stream] : streams) {
+      streams_.remove(token);
+      doomed.push_back(std::move(stream));
+    }
+    lock.unlock();
+    abort_streams(doomed);
+    lock.lock();
   }
   for (auto& [token, ctx] : contexts_.snapshot()) {
     ctx->alive.store(false);
@@ -183,6 +264,7 @@ void Runtime::teardown(const char* why) {
   svm_ready_.store(false);
   init_refs_ = 0;
   init_config_.clear();
+  tearing_down_ = false;
   started_.store(false);
 }
 
@@ -231,17 +313,25 @@ Status Runtime::set_device(int32_t user_id) {
 }
 
 Status Runtime::reset_device(int32_t user_id, bool force) {
-  std::lock_guard<std::recursive_mutex> lock(mu_);
-  auto phys = physical_device(user_id);
-  if (!phys.ok()) return phys.status();
-  Device& d = devices_[*phys];
-  if (d.open_count > 0) --d.open_count;
-  if (force) d.open_count = 0;
-  if (d.open_count == 0 && d.primary_context != 0) {
-    destroy_context_locked(d.primary_context);
-    d.primary_context = 0;
-    peer_masks_[*phys].store(0);
+  std::vector<std::shared_ptr<Stream>> doomed;
+  {
+    std::lock_guard<std::recursive_mutex> lock(mu_);
+    auto phys = physical_device(user_id);
+    if (!phys.ok()) return phys.status();
+    Device& d = devices_[*phys];
+    const int remaining = force || d.open_count <= 1 ? 0 : d.open_count - 1;
+    if (remaining == 0 && d.primary_context != 0 && Stream::running() &&
+        Stream::running()->context() == d.primary_context) {
+      return Stream::refuse_from_task(Stream::kWouldDestroy);
+    }
+    d.open_count = remaining;
+    if (d.open_count == 0 && d.primary_context != 0) {
+      doomed = destroy_context_locked(d.primary_context);
+      d.primary_context = 0;
+      peer_masks_[*phys].store(0);
+    }
   }
+  abort_streams(doomed);
   return Status::Ok();
 }
 
@@ -289,27 +379,36 @@ StatusOr<uint64_t> Runtime::create_context(int physical_device, bool primary) {
   return token;
 }
 
-void Runtime::destroy_context_locked(uint64_t token) {
+std::vector<std::shared_ptr<Stream>> Runtime::destroy_context_locked(uint64_t token) {
+  std::vector<std::shared_ptr<Stream>> doomed;
   for (auto& [stoken, stream] : streams_.snapshot()) {
     if (stream->context() == token) {
-      stream->abort();
       streams_.remove(stoken);
+      doomed.push_back(std::move(stream));
     }
   }
   if (auto ctx = contexts_.remove(token)) ctx->alive.store(false, std::memory_order_release);
   if (t_context && t_context->token == token) t_context.reset();
+  return doomed;
 }
 
 Status Runtime::destroy_context(uint64_t token) {
-  std::lock_guard<std::recursive_mutex> lock(mu_);
-  auto ctx = contexts_.find(token);
-  if (!ctx) return Error(ACL_ERROR_RT_PARAM_INVALID, "the context is not a live context");
-  if (ctx->primary) {
-    return Error(ACL_ERROR_RT_PARAM_INVALID,
-                 "the default context of a device is released by aclrtResetDevice, not "
-                 "aclrtDestroyContext");
+  std::vector<std::shared_ptr<Stream>> doomed;
+  {
+    std::lock_guard<std::recursive_mutex> lock(mu_);
+    auto ctx = contexts_.find(token);
+    if (!ctx) return Error(ACL_ERROR_RT_PARAM_INVALID, "the context is not a live context");
+    if (ctx->primary) {
+      return Error(ACL_ERROR_RT_PARAM_INVALID,
+                   "the default context of a device is released by aclrtResetDevice, not "
+                   "aclrtDestroyContext");
+    }
+    if (Stream::running() && Stream::running()->context() == token) {
+      return Stream::refuse_from_task(Stream::kWouldDestroy);
+    }
+    doomed = destroy_context_locked(token);
   }
-  destroy_context_locked(token);
+  abort_streams(doomed);
   return Status::Ok();
 }
 
@@ -320,17 +419,43 @@ Status Runtime::set_current_context(uint64_t token) {
   return Status::Ok();
 }
 
+StatusOr<std::shared_ptr<Stream>> Runtime::new_stream(const std::shared_ptr<Context>& ctx) {
+  // The worker runs with the stream's context current, so that a task's own calls (a kernel
+  // copying, allocating or launching more work) act for the stream's device.
+  auto stream = Stream::create(ctx->device, ctx->token, [ctx] { t_context = ctx; });
+  if (!stream.ok()) return stream.status();
+  uint64_t token = 0;
+  try {
+    token = streams_.insert(*stream);
+  } catch (const std::bad_alloc&) {
+    token = 0;
+  }
+  if (token == 0) {
+    (*stream)->abort();  // rollback: the worker goes with the stream
+    return Error(ACL_ERROR_RT_NO_STREAM_RESOURCE, "no stream can be created: the stream table is full "
+                                                  "or out of memory");
+  }
+  (*stream)->set_token(token);
+  return stream;
+}
+
 StatusOr<uint64_t> Runtime::create_stream() {
   auto ctx_token = current_context();
   if (!ctx_token.ok()) return ctx_token.status();
   auto ctx = contexts_.find(*ctx_token);
   if (!ctx) return Error(ACL_ERROR_RT_CONTEXT_NULL, "the current context was destroyed");
-  return streams_.insert(std::make_shared<Stream>(ctx->device, *ctx_token));
+  auto stream = new_stream(ctx);
+  if (!stream.ok()) return stream.status();
+  return (*stream)->token();
 }
 
 Status Runtime::destroy_stream(uint64_t token, bool force) {
   auto stream = streams_.find(token);
   if (!stream) return Error(ACL_ERROR_RT_PARAM_INVALID, "the stream is not a live stream");
+  // From a task: waiting for any stream, or joining the caller's own worker, would deadlock.
+  if (const Stream* running = Stream::running(); running && (!force || running == stream.get())) {
+    return Stream::refuse_from_task(force ? Stream::kWouldDestroy : Stream::kWouldWait);
+  }
   {
     std::lock_guard<std::recursive_mutex> lock(mu_);
     auto ctx = contexts_.find(stream->context());
@@ -357,13 +482,16 @@ StatusOr<std::shared_ptr<Stream>> Runtime::resolve_stream(uint64_t token) {
   if (!ctx) return Error(ACL_ERROR_RT_CONTEXT_NULL, "the current context was destroyed");
   auto stream = streams_.find(ctx->default_stream);
   if (!stream) {
-    stream = std::make_shared<Stream>(ctx->device, *ctx_token);
-    ctx->default_stream = streams_.insert(stream);
+    auto created = new_stream(ctx);
+    if (!created.ok()) return created.status();
+    stream = std::move(*created);
+    ctx->default_stream = stream->token();
   }
   return stream;
 }
 
 Status Runtime::synchronize_device() {
+  if (Stream::running()) return Stream::refuse_from_task(Stream::kWouldWait);
   auto dev = current_device();
   if (!dev.ok()) return dev.status();
   Status first;

@@ -4,6 +4,13 @@
 // can bite a late call). It starts lazily on the first call that needs it (CANN runtime calls
 // work without aclInit) and is torn down by the last aclFinalize or at process exit, releasing
 // and reporting whatever the application still held.
+//
+// fork(): the child gets a new, not started Runtime (runtime_fork.cpp). The parent's object is
+// abandoned there as it was: never joined, freed, unlocked or destroyed, because its threads and
+// the holders of its locks exist only in the parent, and releasing its memory would return
+// charges into the parent's shared statistics. Handles the child inherited are unknown to the
+// new object (its tables stamp another tag); its first start releases the address ranges the
+// parent had claimed and claims the windows afresh.
 #pragma once
 
 #include <array>
@@ -99,30 +106,52 @@ class Runtime {
   void enable_peer_pair(int a, int b);
 
  private:
-  Runtime() = default;
-  Status start_locked();
-  void destroy_context_locked(uint64_t token);
+  // fork() handlers (runtime_fork.cpp, which documents the lock order): registered once, with
+  // the first Runtime.
+  static void fork_prepare();
+  static void fork_parent();
+  static void fork_child();
 
+  // `generation`: how many forks lie between this object and the process's first one.
+  explicit Runtime(uint32_t generation);
+  Status start_locked();
+  // Gives back the address ranges the runtimes this process inherited over fork had claimed.
+  void release_inherited();
+  void teardown_locked(std::unique_lock<std::recursive_mutex>& lock, const char* why);
+  // Removes the context and returns its streams, which the caller aborts once mu_ is released: a
+  // task of such a stream may be waiting for mu_ (calling back into the runtime), and joining its
+  // worker under mu_ would deadlock.
+  std::vector<std::shared_ptr<Stream>> destroy_context_locked(uint64_t token);
+  // A stream of `ctx` with its worker, entered in the table (207008 when that cannot be done).
+  StatusOr<std::shared_ptr<Stream>> new_stream(const std::shared_ptr<Context>& ctx);
+  // The fork child handler's work: the child's runtime becomes a new, not started one.
+  static void replace_in_forked_child();
+
+  const uint32_t generation_;
+  // The runtime this one replaced in a forked child, whose claims its first start releases.
+  Runtime* inherited_ = nullptr;
   mutable std::recursive_mutex mu_;  // lifetime, devices, contexts (not on data paths)
   std::atomic<bool> started_{false};
+  bool tearing_down_ = false;  // under mu_ (which a teardown releases while it joins streams)
   std::atomic<bool> svm_ready_{false};
   int init_refs_ = 0;
   std::string init_config_;
   Config config_;
   std::unique_ptr<drv::Backend> backend_;
   std::vector<Device> devices_;
-  // Capacity pools are read by stream workers and the fault thread, which teardown and device
-  // reset join while holding mu_: they have their own lock so those joins cannot deadlock.
+  // Capacity pools are read by stream workers and the fault thread, which teardown joins while
+  // holding mu_: they have their own lock so that join cannot deadlock.
   mutable std::mutex pools_mu_;
   std::vector<std::shared_ptr<MemoryPool>> pools_;
   std::shared_ptr<MemoryPool> host_pool_;
   // Peer access per device: read on every copy, so kept lock-free.
   std::array<std::atomic<uint64_t>, kMaxDevices> peer_masks_{};
   AddressSpace space_;
-  HandleTable<PhysicalAllocation> physical_{0x7a11};
-  HandleTable<Context> contexts_{0xc0c1};
-  HandleTable<Stream> streams_{0x57e4};
-  ShareService sharing_;
+  HandleTable<PhysicalAllocation> physical_;
+  HandleTable<Context> contexts_;
+  HandleTable<Stream> streams_;
+  // One per process image: its own fork handler refers to it, so a child keeps using it.
+  ShareService& sharing_;
   ManagedMemory managed_;
 };
 

@@ -76,4 +76,7 @@ void flush() {
   fclose(f);
 }
 
+void hold_for_fork() { g_mu.lock(); }
+void release_after_fork() { g_mu.unlock(); }
+
 }  // namespace aclvmm::trace

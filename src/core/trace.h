@@ -14,5 +14,9 @@ bool enabled();
 void event(const char* name, uint64_t address, int device);
 // Writes the file (at aclFinalize and at exit); later events start a new recording.
 void flush();
+// fork(): the recording's lock is held across fork (runtime_fork.cpp), so that neither process
+// inherits it taken; both release it afterwards.
+void hold_for_fork();
+void release_after_fork();
 
 }  // namespace aclvmm::trace

@@ -174,6 +174,8 @@ TEST_F(ManagedAllocTest, MoreThanThreeTiBInTotalIsOutOfMemory) {
   if (kTsan) GTEST_SKIP() << "ThreadSanitizer builds shrink the UVM window";
   const ChildResult r = run_in_child([] {
     alarm(20);
+    // A forked child inherits no context (docs/architecture.md, "fork").
+    CHILD_CHECK(aclrtSetDevice(0) == kOk, 14);
     void* a = nullptr;
     void* b = nullptr;
     void* c = nullptr;

@@ -219,12 +219,13 @@ TEST_F(ShareSecurity, UnlistedProcessesNeverImport) {
   b.release();
 
   // This process is listed by a peer exporter; a child it forks has its own pid and is refused
-  // (before the parent imports: a child may keep imports its parent already held).
+  // (it inherits no device: docs/architecture.md, "fork").
   Peer e;
   const std::vector<uint64_t> t = export_in_peer(e, 313, {0});
   const int32_t me = getpid();
   ASSERT_EQ(e.rc(line("setpid", hex(t[0]), me)), kOk);
   EXPECT_CHILD_OK(run_in_child([&] {
+                    if (aclrtSetDevice(0) != kOk) return 2;
                     aclrtDrvMemHandle h = nullptr;
                     return aclrtMemImportFromShareableHandle(t[0], 0, &h) == kDrv ? 0 : 1;
                   }),
