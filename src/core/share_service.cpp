@@ -73,6 +73,9 @@ void ShareService::attach(drv::ShareTransport* transport) {
 // listener thread object is left alone on purpose; the thread does not exist here.
 void ShareService::drop_inherited_locked() {
   close_all_locked();
+  // The parent's imported handles do not exist in the child's runtime (it starts afresh): a
+  // record of them would count in live.imports and answer nothing.
+  imports_.clear();
   listener_ = nullptr;
   serial_seeded_ = false;  // the child's ids carry its own pid
 }
@@ -287,10 +290,15 @@ Status ShareService::fetch_remote(uint64_t token, int physical_device, int devic
   Reply rep{};
   int mem_fd = -1;
   int rc = exchange(token, share_wire::kImport, physical_device, &rep, &mem_fd);
-  // Closes the received descriptor on every path that does not hand it to adopt.
-  std::unique_ptr<int, void (*)(int*)> fd_guard(&mem_fd, [](int* fd) {
-    if (*fd >= 0) ::close(*fd);
-  });
+  // Closes the received descriptor (through the transport: the core makes no system call) on
+  // every path that does not hand it to adopt.
+  struct FdGuard {
+    drv::ShareTransport* transport;
+    int* fd;
+    ~FdGuard() {
+      if (*fd >= 0) transport->close(*fd);
+    }
+  } fd_guard{transport_, &mem_fd};
   // Nobody (or not the exporter) serves the id, or the exporter vanished mid-handshake (it
   // exited or released the token): nothing to import.
   if (rc == -ECONNREFUSED || rc == -ENOENT || rc == -ESRCH || rc == 0 || rc == -ECONNRESET ||

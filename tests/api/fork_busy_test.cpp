@@ -144,5 +144,34 @@ TEST(ForkWhileLogging, ChildrenLogAndReadFaultRulesWhileTheParentDoes) {
   EXPECT_EQ(errors.load(), 0);
 }
 
+// Failing calls stamp their aclGetRecentErrMsg text with the local time; glibc's localtime_r takes
+// a lock fork does not reset, so a child forked while a parent thread was inside it hung in its own
+// first failing call (1 or 2 of these 400 children per run) until the stamp went through
+// log::local_time, whose lock is held across fork.
+TEST(ForkWhileLogging, ChildrenFailCallsWhileTheParentDoes) {
+  void* const bogus = reinterpret_cast<void*>(0x1234);
+  ASSERT_NE(aclrtFree(bogus), kOk);  // the runtime is started before the threads race
+  std::atomic<bool> stop{false};
+  std::atomic<int> failures{0};
+  std::vector<std::thread> failers;
+  for (int t = 0; t < 3; ++t) {
+    failers.emplace_back([&] {
+      for (; !stop.load(); ++failures) (void)aclrtFree(bogus);
+    });
+  }
+  EXPECT_TRUE(wait_until([&] { return failures.load() > 100; }));
+  constexpr int kForks = 400;
+  for (int i = 0; i < kForks; ++i) {
+    SCOPED_TRACE(i);
+    EXPECT_CHILD_DONE_OK(run_child_exiting([bogus] {
+      CHILD_CHECK(aclrtFree(bogus) != kOk, 1);
+      CHILD_CHECK(aclGetRecentErrMsg() != nullptr, 2);
+      return 0;
+    }));
+  }
+  stop.store(true);
+  for (std::thread& t : failers) t.join();
+}
+
 }  // namespace
 }  // namespace aclvmm_test

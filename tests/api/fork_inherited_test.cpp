@@ -192,4 +192,37 @@ TEST_F(ForkInherited, ValuesGiveTheCodesOfStaleValues) {
 }
 
 }  // namespace
+// The parent's exports and imports are not the child's: its statistics count none of them, and its
+// own import of the same export is a new record (before, the parent's import records stayed in the
+// child and were counted in live.imports).
+TEST_F(ForkInherited, ChildCountsNoExportOrImportOfTheParent) {
+  aclrtDrvMemHandle exported = make_handle();
+  uint64_t share = 0;
+  ASSERT_EQ(aclrtMemExportToShareableHandle(exported, ACL_MEM_HANDLE_TYPE_NONE,
+                                            ACL_RT_VMM_EXPORT_FLAG_DISABLE_PID_VALIDATION, &share),
+            kOk);
+  aclrtDrvMemHandle imported = nullptr;  // its own export onto another device: allowed
+  ASSERT_EQ(aclrtSetDevice(1), kOk);
+  ASSERT_EQ(aclrtMemImportFromShareableHandle(share, 1, &imported), kOk);
+  ASSERT_EQ(aclrtSetDevice(0), kOk);
+  ASSERT_EQ(live_count("exports"), 1);
+  ASSERT_EQ(live_count("imports"), 1);
+
+  EXPECT_CHILD_DONE_OK(run_in_child_for(kForkDeadlineMs, [&] {
+    CHILD_CHECK(live_count("exports") == 0, 1);
+    CHILD_CHECK(live_count("imports") == 0, 2);
+    CHILD_CHECK(aclrtSetDevice(1) == kOk, 3);
+    aclrtDrvMemHandle mine = nullptr;
+    CHILD_CHECK(aclrtMemImportFromShareableHandle(share, 1, &mine) == kOk, 4);
+    CHILD_CHECK(mine != imported || live_count("imports") == 1, 5);
+    CHILD_CHECK(live_count("imports") == 1, 6);
+    CHILD_CHECK(aclrtFreePhysical(mine) == kOk, 7);
+    CHILD_CHECK(live_count("imports") == 0, 8);
+    return 0;
+  }));
+  EXPECT_EQ(live_count("imports"), 1);  // the parent's record is untouched
+  EXPECT_EQ(aclrtFreePhysical(imported), kOk);
+  EXPECT_EQ(aclrtFreePhysical(exported), kOk);
+}
+
 }  // namespace aclvmm_test

@@ -60,7 +60,7 @@ inline TimedChildResult wait_child_for(pid_t pid, int timeout_ms) {
 inline TimedChildResult run_in_child_for(int timeout_ms, const std::function<int()>& fn) {
   fflush(nullptr);
   pid_t pid = fork();
-  if (pid == 0) _exit(fn());
+  if (pid == 0) _exit(child_body(fn));
   return wait_child_for(pid, timeout_ms);
 }
 

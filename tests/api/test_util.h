@@ -253,10 +253,20 @@ inline ChildResult wait_child(pid_t pid) {
   if (WIFEXITED(status)) r.exit_code = WEXITSTATUS(status);
   return r;
 }
+// A child's body: an exception escaping it is reported as exit code 125, never run back into
+// gtest (which would go on running the other tests inside the child).
+constexpr int kChildThrew = 125;
+inline int child_body(const std::function<int()>& fn) {
+  try {
+    return fn();
+  } catch (...) {
+    return kChildThrew;
+  }
+}
 inline ChildResult run_in_child(const std::function<int()>& fn) {
   fflush(nullptr);
   pid_t pid = fork();
-  if (pid == 0) _exit(fn());
+  if (pid == 0) _exit(child_body(fn));
   return wait_child(pid);
 }
 

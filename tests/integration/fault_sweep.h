@@ -122,7 +122,8 @@ inline std::string differences(const State& want, const State& got) {
 }
 
 // "" when the process is in state `want`. Descriptors of ended exports are closed by the share
-// listener within its 100 ms poll, so a difference is given up to a second to go away.
+// listener once it is woken (and the listener ends 200 ms after its last export), so a difference
+// is given up to a second to go away.
 inline std::string settled(const State& want) {
   std::string why;
   for (int i = 0; i < 100; ++i) {

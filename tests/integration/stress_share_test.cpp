@@ -219,7 +219,7 @@ TEST_F(StressShare, EightImportersWhileTheExporterChurns) {
   EXPECT_EQ(stat_int(stats(), "ipc.imports_denied") - denied_before, denied);
 
   // Nothing is left in the exporter: live objects, device memory, descriptors (the listener closes
-  // the endpoints of ended exports within its 100 ms wake-up).
+  // the endpoints of ended exports when it is woken for them).
   EXPECT_EQ(live_counts(), live_before);
   int fds_after = open_fds();
   for (int i = 0; i < 50 && fds_after != fds_before; ++i) {
