@@ -1,9 +1,9 @@
 #include "api/api_common.h"
 
 #include "api/error_message.h"
-#include "core/faults.h"
-#include "core/log.h"
-#include "core/runtime.h"
+#include "observability/log.h"
+#include "runtime/faults.h"
+#include "runtime/runtime.h"
 
 namespace aclvmm::api {
 

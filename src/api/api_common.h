@@ -12,7 +12,7 @@
 
 #include "acl/acl.h"
 #include "api/api_guard.h"
-#include "core/status.h"
+#include "base/status.h"
 
 namespace aclvmm::api {
 

@@ -5,10 +5,10 @@
 #include <string>
 
 #include "api/api_common.h"
-#include "core/faults.h"
-#include "core/memory_ops.h"
-#include "core/runtime.h"
-#include "core/stats.h"
+#include "runtime/faults.h"
+#include "runtime/runtime.h"
+#include "runtime/stats_snapshot.h"
+#include "vmm/memory_ops.h"
 
 using namespace aclvmm;
 
@@ -17,7 +17,7 @@ static_assert(ACLVMM_FAULT_THROW_BAD_ALLOC == kFaultThrowBadAlloc &&
                   ACLVMM_FAULT_THROW_SYSTEM_ERROR == kFaultThrowSystemError &&
                   ACLVMM_FAULT_THROW_RUNTIME_ERROR == kFaultThrowRuntimeError &&
                   ACLVMM_FAULT_THROW_NON_STANDARD == kFaultThrowNonStandard,
-              "aclvmm.h names the throwing fault kinds of core/faults.h");
+              "aclvmm.h names the throwing fault kinds of runtime/faults.h");
 
 struct aclvmmKernelContext {
   Accessor who;

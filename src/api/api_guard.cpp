@@ -8,7 +8,7 @@
 
 #include "api/api_common.h"
 #include "api/error_message.h"
-#include "core/faults.h"
+#include "runtime/faults.h"
 
 namespace aclvmm::api {
 

@@ -31,7 +31,7 @@
 
 namespace aclvmm::api {
 
-// Throws what a throwing fault rule armed for `api` asks for (core/faults.h); else nothing.
+// Throws what a throwing fault rule armed for `api` asks for (runtime/faults.h); else nothing.
 void injected_throw(const char* api);
 // Only inside a catch handler: records and logs the exception in flight as a failure of `api`
 // and returns its code. Never throws.

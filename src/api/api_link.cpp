@@ -5,9 +5,9 @@
 #include <vector>
 
 #include "api/api_common.h"
-#include "core/runtime.h"
-#include "core/stats.h"
-#include "core/vmm.h"
+#include "observability/stats.h"
+#include "runtime/runtime.h"
+#include "vmm/vmm.h"
 
 using namespace aclvmm;
 

@@ -1,10 +1,10 @@
 // Managed (unified) memory: allocation, advice, attributes, prefetch (behavior.md section 10).
-// The ACL-layer and runtime checks are here; the migration model is core/managed.cpp.
+// The ACL-layer and runtime checks are here; the migration model is vmm/managed.cpp.
 #include "api/api_common.h"
 #include <vector>
 
-#include "core/log.h"
-#include "core/runtime.h"
+#include "observability/log.h"
+#include "runtime/runtime.h"
 
 using namespace aclvmm;
 

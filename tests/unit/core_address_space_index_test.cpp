@@ -17,11 +17,11 @@
 #include <utility>
 #include <vector>
 
-#include "core/address_space.h"
-#include "core/fault_backend.h"
-#include "core/faults.h"
-#include "core/physical.h"
 #include "drivers/driver.h"
+#include "runtime/fault_backend.h"
+#include "runtime/faults.h"
+#include "vmm/address_space.h"
+#include "vmm/physical.h"
 #include "window_releasing_backend.h"
 
 namespace aclvmm {

@@ -16,10 +16,10 @@
 #include <utility>
 #include <vector>
 
-#include "core/address_space.h"
-#include "core/physical.h"
-#include "core/status.h"
+#include "base/status.h"
 #include "drivers/driver.h"
+#include "vmm/address_space.h"
+#include "vmm/physical.h"
 #include "window_releasing_backend.h"
 
 namespace aclvmm {

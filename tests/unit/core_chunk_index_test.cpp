@@ -1,4 +1,4 @@
-// ChunkIndex (core/chunk_index.h): one packed word per 2 MiB chunk of the device window. Table-driven
+// ChunkIndex (vmm/chunk_index.h): one packed word per 2 MiB chunk of the device window. Table-driven
 // publish / clear / lookup over a small window whose table lives in this test (the addresses are
 // never dereferenced), the limits of the encoding, and lock-free readers racing a writer.
 #include <gtest/gtest.h>
@@ -13,7 +13,7 @@
 #include <thread>
 #include <vector>
 
-#include "core/chunk_index.h"
+#include "vmm/chunk_index.h"
 
 namespace aclvmm {
 namespace {

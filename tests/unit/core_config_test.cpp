@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "core/config.h"
-#include "core/product.h"
-#include "core/status.h"
+#include "base/status.h"
+#include "runtime/config.h"
+#include "runtime/product.h"
 
 namespace aclvmm {
 namespace {

@@ -10,7 +10,7 @@
 #include <thread>
 #include <vector>
 
-#include "core/handle_table.h"
+#include "base/handle_table.h"
 
 namespace aclvmm {
 namespace {

@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "core/json_check.h"
+#include "base/json_check.h"
 
 namespace aclvmm {
 namespace {

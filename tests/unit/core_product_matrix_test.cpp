@@ -15,8 +15,8 @@
 #include <string>
 #include <vector>
 
-#include "core/product.h"
-#include "core/product_table.h"
+#include "runtime/product.h"
+#include "runtime/product_table.h"
 
 namespace aclvmm {
 namespace {

@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "core/product.h"
-#include "core/status.h"
+#include "base/status.h"
+#include "runtime/product.h"
 
 namespace aclvmm {
 namespace {

@@ -1,4 +1,4 @@
-// ReadMostlyMutex (core/read_mostly_mutex.h): one shared_mutex per reader slot, writers take every
+// ReadMostlyMutex (base/read_mostly_mutex.h): one shared_mutex per reader slot, writers take every
 // slot. The tests prove exclusion and sharing with counters that the threads keep while they hold
 // the lock, not with timing, and run more threads than there are slots (slots are then shared by
 // several readers). The suite name matches the ThreadSanitizer stage ('Concurrency|Thread').
@@ -13,7 +13,7 @@
 #include <thread>
 #include <vector>
 
-#include "core/read_mostly_mutex.h"
+#include "base/read_mostly_mutex.h"
 
 namespace aclvmm {
 namespace {

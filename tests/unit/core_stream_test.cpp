@@ -12,8 +12,8 @@
 #include <thread>
 #include <vector>
 
-#include "core/status.h"
-#include "core/stream.h"
+#include "base/status.h"
+#include "runtime/stream.h"
 
 namespace aclvmm {
 namespace {

@@ -7,7 +7,7 @@
 #include <numeric>
 #include <vector>
 
-#include "core/va_allocator.h"
+#include "vmm/va_allocator.h"
 
 namespace aclvmm {
 namespace {
