@@ -13,7 +13,10 @@
 #   drivers/<backend>/        the driver interface, its own backend, base/status.h
 #
 # Nothing in src/ but api includes api/, and nothing in src/ includes a backend (drivers/emu/...).
-# The source tree has no other directories.
+# The source tree has no other directories, and the unit tests mirror it: every
+# tests/unit/<dir>/<module>_test.cpp (or <module>_<aspect>_test.cpp) lies under the name of a
+# layer (base, observability, runtime, vmm) or of drivers/ or a backend (drivers/emu) and names
+# one of its modules; shared helpers go to tests/unit/testing/.
 #
 # Each violation is one line "check_layers: <path>: ..." (tests/layout/check_layers_selftest.sh
 # relies on that form).
@@ -135,6 +138,46 @@ for name in $VMM_USES_RUNTIME; do
         fail "src/vmm/$name: listed in VMM_USES_RUNTIME but does not include runtime/runtime.h: take it off the list"
     fi
 done
+
+# The source directory a tests/unit/<dir> mirrors.
+source_dir() {
+    case "$1" in drivers|drivers/*) echo "$1" ;; *) echo "src/$1" ;; esac
+}
+# module_tested <test path> <dir>: the test's name is <module>_test.cpp or
+# <module>_<aspect>_test.cpp for a module (a .h or .cpp) of the mirrored directory.
+module_tested() {
+    local name f stem
+    name="$(basename "$1" _test.cpp)"
+    for f in "$repo/$(source_dir "$2")"/*.h "$repo/$(source_dir "$2")"/*.cpp; do
+        [ -e "$f" ] || continue
+        stem="$(basename "${f%.*}")"
+        case "$name" in "$stem"|"$stem"_*) return 0 ;; esac
+    done
+    return 1
+}
+
+# tests/unit mirrors the tree.
+while IFS= read -r rel; do
+    sub="${rel#tests/unit/}"
+    dir="$(dirname "$sub")"
+    case "$rel" in
+        *.cpp)
+            case "$dir" in
+                base|observability|runtime|vmm) ;;
+                drivers|drivers/*) [ -d "$repo/$dir" ] || fail "$rel: $dir/ is not a directory of the tree" ;;
+                *) fail "$rel: a unit test lies in tests/unit/<layer>/ or tests/unit/drivers[/<backend>]/" ;;
+            esac
+            case "$sub" in
+                *_test.cpp) module_tested "$rel" "$dir" || fail "$rel: names no module of $(source_dir "$dir")/ (<module>_test.cpp or <module>_<aspect>_test.cpp)" ;;
+                *) fail "$rel: a unit test file is named <module>_test.cpp" ;;
+            esac ;;
+        *.h)
+            case "$dir" in
+                testing|base|observability|runtime|vmm|drivers|drivers/*) ;;
+                *) fail "$rel: shared unit-test helpers go to tests/unit/testing/" ;;
+            esac ;;
+    esac
+done < <(cd "$repo" && find tests/unit -type f | sort)
 
 echo "check_layers: $files_checked files, $includes_checked quoted includes checked, $violations violation(s)"
 [ "$violations" -eq 0 ]

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # check_layers_selftest.sh <repo>
 #
-# The include-rule check must catch what it is there to catch: on copies of the tree with one
-# forbidden include added (or one rule broken otherwise, each row below), check_layers.sh must fail
-# and name exactly that file. The unchanged copy must pass.
+# The layout check must catch what it is there to catch: on copies of the tree with one
+# forbidden include added, or one file put where it does not belong (each row below),
+# check_layers.sh must fail and name exactly that file. The unchanged copy must pass.
 set -euo pipefail
 
 if [ "$#" -ne 1 ]; then
@@ -16,8 +16,9 @@ work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 
 copy_tree() {  # copy_tree <destination>: what the check reads
-    mkdir -p "$1"
+    mkdir -p "$1/tests"
     cp -r "$repo/src" "$repo/drivers" "$1/"
+    cp -r "$repo/tests/unit" "$1/tests/"
 }
 
 # file the check must name | what is done to the copy (a shell command run in the copy)
@@ -35,6 +36,11 @@ mutations=(
     "src/runtime/stream.cpp|$(add src/runtime/stream.cpp core/status.h)"
     "src/core/leftover.cpp|mkdir -p src/core && echo '// a file outside the layers' > src/core/leftover.cpp"
     "src/vmm/vmm_malloc.cpp|sed -i '/#include \"runtime\\/runtime.h\"/d' src/vmm/vmm_malloc.cpp"
+    "tests/unit/stream_test.cpp|mv tests/unit/runtime/stream_test.cpp tests/unit/"
+    "tests/unit/api/misuse_test.cpp|mkdir -p tests/unit/api && echo '// no such layer' > tests/unit/api/misuse_test.cpp"
+    "tests/unit/vmm/address_space.cpp|mv tests/unit/vmm/address_space_test.cpp tests/unit/vmm/address_space.cpp"
+    "tests/unit/runtime/streams_test.cpp|mv tests/unit/runtime/stream_test.cpp tests/unit/runtime/streams_test.cpp"
+    "tests/unit/helpers.h|mv tests/unit/testing/window_releasing_backend.h tests/unit/helpers.h"
 )
 
 status=0

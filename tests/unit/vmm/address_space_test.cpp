@@ -18,9 +18,9 @@
 
 #include "base/status.h"
 #include "drivers/driver.h"
+#include "unit/testing/window_releasing_backend.h"
 #include "vmm/address_space.h"
 #include "vmm/physical.h"
-#include "window_releasing_backend.h"
 
 namespace aclvmm {
 namespace {

@@ -20,9 +20,9 @@
 #include "drivers/driver.h"
 #include "runtime/fault_backend.h"
 #include "runtime/faults.h"
+#include "unit/testing/window_releasing_backend.h"
 #include "vmm/address_space.h"
 #include "vmm/physical.h"
-#include "window_releasing_backend.h"
 
 namespace aclvmm {
 namespace {
