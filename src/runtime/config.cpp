@@ -55,8 +55,8 @@ bool parse_size(const std::string& text, uint64_t* out) {
   return true;
 }
 
-StatusOr<std::vector<FaultRule>> parse_faults(const std::string& text) {
-  std::vector<FaultRule> rules;
+StatusOr<std::vector<InjectionRule>> parse_injections(const std::string& text) {
+  std::vector<InjectionRule> rules;
   std::stringstream ss(text);
   std::string item;
   while (std::getline(ss, item, ',')) {
@@ -131,9 +131,9 @@ StatusOr<Config> load_config() {
     c.host_numa = v == "on";
   }
   if (std::string v = env("ACLVMM_FAULTS"); !v.empty()) {
-    auto rules = parse_faults(v);
+    auto rules = parse_injections(v);
     if (!rules.ok()) return rules.status();
-    c.faults = *rules;
+    c.injections = *rules;
   }
   c.stats_file = env("ACLVMM_STATS_FILE");
   c.trace_file = env("ACLVMM_TRACE_FILE");

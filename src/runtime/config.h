@@ -10,7 +10,7 @@
 
 namespace aclvmm {
 
-struct FaultRule {
+struct InjectionRule {
   std::string api;
   uint32_t nth = 0;
   int code = 0;
@@ -30,7 +30,7 @@ struct Config {
   Interconnect interconnect = Interconnect::kHccs;
   // ACLVMM_HOST_NUMA=off emulates a host without NUMA support, whatever the machine has.
   bool host_numa = true;
-  std::vector<FaultRule> faults;
+  std::vector<InjectionRule> injections;
   std::string stats_file;
   std::string trace_file;  // ACLVMM_TRACE_FILE: managed-memory events as Chrome trace JSON
   std::string driver = "emu";
@@ -45,7 +45,7 @@ StatusOr<Config> load_config();
 
 // Parsers, exposed for their unit tests.
 bool parse_size(const std::string& text, uint64_t* out);  // "64G", "1024", "512M"
-StatusOr<std::vector<FaultRule>> parse_faults(const std::string& text);
+StatusOr<std::vector<InjectionRule>> parse_injections(const std::string& text);
 // CANN rules: stop at the first non-digit token or out-of-range id; descending or repeated ids
 // and an empty result are errors.
 std::vector<int> parse_visible_devices(const std::string& text, int count, std::string* error);

@@ -10,8 +10,8 @@
 #include "base/json_check.h"
 #include "observability/log.h"
 #include "observability/trace.h"
-#include "runtime/fault_backend.h"
-#include "runtime/faults.h"
+#include "runtime/injecting_backend.h"
+#include "runtime/injection.h"
 #include "runtime/smi_publisher.h"
 #include "runtime/stats_snapshot.h"
 
@@ -111,13 +111,13 @@ Status Runtime::start_locked() {
   auto cfg = load_config();
   if (!cfg.ok()) return cfg.status();
   // Armed before the backend's first steps, so that ACLVMM_FAULTS reaches the window claims too.
-  faults_reset(cfg->faults);
+  injection_reset(cfg->injections);
   if (!backend_) {
     // A forked child's first start: the parent's windows go first, so that ours land where the
     // vendor's are.
     release_inherited();
-    // Always behind the fault-injection decorator: "drv.*" rules fail single backend steps.
-    backend_ = with_fault_injection(drv::create_backend(cfg->driver));
+    // Always behind the failure-injection decorator: "drv.*" rules fail single backend steps.
+    backend_ = with_injection(drv::create_backend(cfg->driver));
     if (!backend_) return Error(kAclInvalidParam, "no driver backend called " + cfg->driver);
     Status claimed = space_.claim_windows(backend_.get());
     if (!claimed.ok()) {

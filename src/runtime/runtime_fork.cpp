@@ -16,24 +16,24 @@
 //   1. ShareService's lock (its handler: the child must not keep the parent's endpoints);
 //   2. the address space's record of its claims (windows, no-UC reservations), so that the child
 //      finds it whole: the new runtime's first start releases what it lists;
-//   3. the leaf locks, in this order: fault injection, the trace, the log and its clock. Code
-//      takes them under the locks above (a backend step claiming a range checks its fault rules,
-//      window claims and the listener log), never the other way round, and takes nothing under
-//      them.
+//   3. the leaf locks, in this order: failure injection, the trace, the log and its clock. Code
+//      takes them under the locks above (a backend step claiming a range checks its injection
+//      rules, window claims and the listener log), never the other way round, and takes nothing
+//      under them.
 // Runtime::mu_, the region tree and the tables' locks are not taken: the child never uses them
 // (reader-writer locks could not even be released there: the thread's id changed).
 // After fork both processes release all of them (plain mutexes, released by the thread that took
 // them); then the child gets its new runtime. ShareService's child handler runs after this one.
 #include "observability/log.h"
 #include "observability/trace.h"
-#include "runtime/faults.h"
+#include "runtime/injection.h"
 #include "runtime/runtime.h"
 
 namespace aclvmm {
 
 void Runtime::fork_prepare() {
   get().space_.lock_for_fork();
-  faults_hold_for_fork();
+  injection_hold_for_fork();
   trace::hold_for_fork();
   log::hold_for_fork();
 }
@@ -41,14 +41,14 @@ void Runtime::fork_prepare() {
 void Runtime::fork_parent() {
   log::release_after_fork(false);
   trace::release_after_fork();
-  faults_release_after_fork();
+  injection_release_after_fork();
   get().space_.unlock_after_fork();
 }
 
 void Runtime::fork_child() {
   log::release_after_fork(true);
   trace::release_after_fork();
-  faults_release_after_fork();
+  injection_release_after_fork();
   get().space_.unlock_after_fork();
   replace_in_forked_child();
 }

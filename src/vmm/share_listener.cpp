@@ -46,7 +46,7 @@ constexpr int kAcceptBurst = 32;
 // leaves the connections queued in the kernel and looks again this much later, instead of
 // spinning on an endpoint that stays readable.
 constexpr auto kAcceptPause = std::chrono::milliseconds(100);
-// A failing poll (only ever seen with fault injection) is retried after this.
+// A failing poll (only ever seen with failure injection) is retried after this.
 constexpr auto kPollRetry = std::chrono::milliseconds(10);
 // How long the listener outlives the last export and connection: export/free cycles then reuse it.
 constexpr auto kLinger = std::chrono::milliseconds(200);

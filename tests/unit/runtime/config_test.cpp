@@ -67,18 +67,18 @@ INSTANTIATE_TEST_SUITE_P(
                       SizeCase{"18014398509481984K", false, 0}));
 
 // ---------------------------------------------------------------------------------------------
-// parse_faults
+// parse_injections
 
-struct FaultsGood {
+struct InjectionsGood {
   const char* text;
-  std::vector<FaultRule> rules;
+  std::vector<InjectionRule> rules;
 };
 
-class ParseFaultsGood : public ::testing::TestWithParam<FaultsGood> {};
+class ParseInjectionsGood : public ::testing::TestWithParam<InjectionsGood> {};
 
-TEST_P(ParseFaultsGood, Table) {
-  const FaultsGood& c = GetParam();
-  auto r = parse_faults(c.text);
+TEST_P(ParseInjectionsGood, Table) {
+  const InjectionsGood& c = GetParam();
+  auto r = parse_injections(c.text);
   ASSERT_TRUE(r.ok()) << c.text << ": " << r.status().message();
   ASSERT_EQ(r->size(), c.rules.size()) << c.text;
   for (size_t i = 0; i < c.rules.size(); ++i) {
@@ -89,25 +89,25 @@ TEST_P(ParseFaultsGood, Table) {
 }
 
 INSTANTIATE_TEST_SUITE_P(
-    Table, ParseFaultsGood,
+    Table, ParseInjectionsGood,
     ::testing::Values(
-        FaultsGood{"aclrtMallocPhysical:1:207001", {{"aclrtMallocPhysical", 1, 207001}}},
-        FaultsGood{"aclrtMapMem:3:507899,aclrtMemcpy:1:100000",
+        InjectionsGood{"aclrtMallocPhysical:1:207001", {{"aclrtMallocPhysical", 1, 207001}}},
+        InjectionsGood{"aclrtMapMem:3:507899,aclrtMemcpy:1:100000",
                    {{"aclrtMapMem", 3, 507899}, {"aclrtMemcpy", 1, 100000}}},
-        FaultsGood{"a:4294967295:2147483647", {{"a", 4294967295u, 2147483647}}},
-        FaultsGood{"x:2:1,x:5:7,y:1:9", {{"x", 2, 1}, {"x", 5, 7}, {"y", 1, 9}}}));
+        InjectionsGood{"a:4294967295:2147483647", {{"a", 4294967295u, 2147483647}}},
+        InjectionsGood{"x:2:1,x:5:7,y:1:9", {{"x", 2, 1}, {"x", 5, 7}, {"y", 1, 9}}}));
 
-class ParseFaultsBad : public ::testing::TestWithParam<const char*> {};
+class ParseInjectionsBad : public ::testing::TestWithParam<const char*> {};
 
-TEST_P(ParseFaultsBad, RejectedNamingTheVariable) {
-  auto r = parse_faults(GetParam());
+TEST_P(ParseInjectionsBad, RejectedNamingTheVariable) {
+  auto r = parse_injections(GetParam());
   ASSERT_FALSE(r.ok()) << GetParam();
   EXPECT_NE(r.status().code(), 0);
   EXPECT_NE(r.status().message().find("ACLVMM_FAULTS"), std::string::npos)
       << r.status().message();
 }
 
-INSTANTIATE_TEST_SUITE_P(Table, ParseFaultsBad,
+INSTANTIATE_TEST_SUITE_P(Table, ParseInjectionsBad,
                          ::testing::Values("aclrtMalloc", "aclrtMalloc:1", ":1:207001",
                                            "aclrtMalloc:0:207001", "aclrtMalloc:1:0",
                                            "aclrtMalloc::207001", "aclrtMalloc:1:",
@@ -215,7 +215,7 @@ TEST_F(LoadConfig, Defaults) {
   EXPECT_FALSE(c->quirks_vendor);
   EXPECT_EQ(c->interconnect, Interconnect::kHccs);
   EXPECT_TRUE(c->host_numa);
-  EXPECT_TRUE(c->faults.empty());
+  EXPECT_TRUE(c->injections.empty());
   EXPECT_EQ(c->stats_file, "");
   EXPECT_EQ(c->driver, "emu");
   EXPECT_EQ(c->visible, (std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7}));
@@ -391,18 +391,18 @@ TEST_F(LoadConfig, DriverEmuAccepted) {
   EXPECT_EQ(c->driver, "emu");
 }
 
-TEST_F(LoadConfig, FaultsAndStatsFile) {
+TEST_F(LoadConfig, InjectionsAndStatsFile) {
   set("ACLVMM_FAULTS", "aclrtMapMem:2:507899,aclrtMallocPhysical:1:207001");
   set("ACLVMM_STATS_FILE", "/tmp/aclvmm-stats.json");
   auto c = load_config();
   ASSERT_TRUE(c.ok()) << c.status().message();
-  ASSERT_EQ(c->faults.size(), 2u);
-  EXPECT_EQ(c->faults[0].api, "aclrtMapMem");
-  EXPECT_EQ(c->faults[0].nth, 2u);
-  EXPECT_EQ(c->faults[0].code, 507899);
-  EXPECT_EQ(c->faults[1].api, "aclrtMallocPhysical");
-  EXPECT_EQ(c->faults[1].nth, 1u);
-  EXPECT_EQ(c->faults[1].code, 207001);
+  ASSERT_EQ(c->injections.size(), 2u);
+  EXPECT_EQ(c->injections[0].api, "aclrtMapMem");
+  EXPECT_EQ(c->injections[0].nth, 2u);
+  EXPECT_EQ(c->injections[0].code, 507899);
+  EXPECT_EQ(c->injections[1].api, "aclrtMallocPhysical");
+  EXPECT_EQ(c->injections[1].nth, 1u);
+  EXPECT_EQ(c->injections[1].code, 207001);
   EXPECT_EQ(c->stats_file, "/tmp/aclvmm-stats.json");
 }
 

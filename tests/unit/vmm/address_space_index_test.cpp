@@ -3,7 +3,7 @@
 // get the same reservations, mappings and aclrtMalloc blocks, and pointer_info / address_range
 // must agree on every probe address (kind, device, page size, range, or the same error code),
 // before and after unmaps, removals and clear(). A third space whose table allocation fails
-// through fault injection ("drv.allocate_table") must agree as well.
+// through failure injection ("drv.allocate_table") must agree as well.
 //
 // Both spaces live in one process at once: the second one's windows are placed elsewhere by
 // claim_window (as under a sanitizer), so addresses are compared as offsets into their window.
@@ -18,8 +18,8 @@
 #include <vector>
 
 #include "drivers/driver.h"
-#include "runtime/fault_backend.h"
-#include "runtime/faults.h"
+#include "runtime/injecting_backend.h"
+#include "runtime/injection.h"
 #include "unit/testing/window_releasing_backend.h"
 #include "vmm/address_space.h"
 #include "vmm/physical.h"
@@ -52,7 +52,7 @@ class TableSwitchBackend final : public WindowReleasingBackend {
 };
 
 // One address space with its backend (`probe` is the TableSwitchBackend inside, possibly wrapped
-// by fault injection).
+// by failure injection).
 struct Space {
   TableSwitchBackend* probe = nullptr;
   std::unique_ptr<drv::Backend> backend;
@@ -78,11 +78,11 @@ struct Space {
   }
 };
 
-Space make_space(bool give_table, bool wrap_in_faults = false) {
+Space make_space(bool give_table, bool wrap_in_injection = false) {
   Space s;
   auto be = std::make_unique<TableSwitchBackend>(give_table);
   s.probe = be.get();
-  s.backend = wrap_in_faults ? with_fault_injection(std::move(be)) : std::move(be);
+  s.backend = wrap_in_injection ? with_injection(std::move(be)) : std::move(be);
   s.as = std::make_unique<AddressSpace>();
   Status st = s.as->claim_windows(s.backend.get());
   EXPECT_TRUE(st.ok()) << st.code() << " " << st.message();
@@ -300,14 +300,14 @@ TEST_F(AddressSpaceIndex, QueriesAgreeWithAndWithoutTheIndex) {
   expect_same_answers(indexed_, a, trees_, b, "after clear");
 }
 
-// A failed table allocation (fault step drv.allocate_table) leaves the space on its trees, with
+// A failed table allocation (injection step drv.allocate_table) leaves the space on its trees, with
 // the same answers.
 TEST_F(AddressSpaceIndex, FailedTableAllocationAnswersTheSame) {
-  faults_arm("drv.allocate_table", 1, 12);
-  Space failed = make_space(true, /*wrap_in_faults=*/true);
-  const uint32_t left = faults_remaining("drv.allocate_table");
-  faults_arm("drv.allocate_table", 0, 0);
-  EXPECT_EQ(left, 0u) << "the fault step was not consulted";
+  injection_arm("drv.allocate_table", 1, 12);
+  Space failed = make_space(true, /*wrap_in_injection=*/true);
+  const uint32_t left = injection_remaining("drv.allocate_table");
+  injection_arm("drv.allocate_table", 0, 0);
+  EXPECT_EQ(left, 0u) << "the injection step was not consulted";
   EXPECT_EQ(failed.probe->table_requests(), 0) << "the allocation went past the failed step";
   EXPECT_EQ(failed.probe->table(), nullptr);
   Scenario a = build(indexed_), f = build(failed);

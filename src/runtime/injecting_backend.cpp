@@ -1,18 +1,18 @@
-#include "runtime/fault_backend.h"
+#include "runtime/injecting_backend.h"
 
 #include <unistd.h>
 
-#include "runtime/faults.h"
+#include "runtime/injection.h"
 
 namespace aclvmm {
 namespace {
 
 // -errno of the rule armed for `step` when it fires now, else 0.
-inline int injected(const char* step) { return -faults_check(step); }
+inline int injected(const char* step) { return -injection_check(step); }
 
-class FaultInjectingMemory final : public drv::PhysicalMemory {
+class InjectingMemory final : public drv::PhysicalMemory {
  public:
-  explicit FaultInjectingMemory(std::shared_ptr<drv::PhysicalMemory> inner)
+  explicit InjectingMemory(std::shared_ptr<drv::PhysicalMemory> inner)
       : inner_(std::move(inner)) {}
   uint64_t size() const override { return inner_->size(); }
   int read(uint64_t offset, void* dst, size_t n) const override {
@@ -42,9 +42,9 @@ class FaultInjectingMemory final : public drv::PhysicalMemory {
   std::shared_ptr<drv::PhysicalMemory> inner_;
 };
 
-class FaultInjectingTransport final : public drv::ShareTransport {
+class InjectingTransport final : public drv::ShareTransport {
  public:
-  explicit FaultInjectingTransport(drv::ShareTransport& inner) : inner_(inner) {}
+  explicit InjectingTransport(drv::ShareTransport& inner) : inner_(inner) {}
   int listen(uint32_t share_id, int* fd) override {
     if (int e = injected("drv.share_listen")) return e;
     return inner_.listen(share_id, fd);
@@ -87,9 +87,9 @@ class FaultInjectingTransport final : public drv::ShareTransport {
   drv::ShareTransport& inner_;
 };
 
-class FaultInjectingTracker final : public drv::FaultTracker {
+class InjectingFaultTracker final : public drv::FaultTracker {
  public:
-  explicit FaultInjectingTracker(drv::FaultTracker& inner) : inner_(inner) {}
+  explicit InjectingFaultTracker(drv::FaultTracker& inner) : inner_(inner) {}
   int start() override {
     if (int e = injected("drv.uffd_start")) return e;
     return inner_.start();
@@ -135,9 +135,9 @@ class FaultInjectingTracker final : public drv::FaultTracker {
   drv::FaultTracker& inner_;
 };
 
-class FaultInjectingBackend final : public drv::Backend {
+class InjectingBackend final : public drv::Backend {
  public:
-  explicit FaultInjectingBackend(std::unique_ptr<drv::Backend> inner)
+  explicit InjectingBackend(std::unique_ptr<drv::Backend> inner)
       : inner_(std::move(inner)),
         transport_(inner_->share_transport()),
         tracker_(inner_->fault_tracker()) {}
@@ -220,20 +220,20 @@ class FaultInjectingBackend final : public drv::Backend {
  private:
   // Every piece of physical memory the core gets is wrapped too: its steps can fail as well.
   static int wrap(int rc, std::shared_ptr<drv::PhysicalMemory>* out) {
-    if (rc == 0) *out = std::make_shared<FaultInjectingMemory>(std::move(*out));
+    if (rc == 0) *out = std::make_shared<InjectingMemory>(std::move(*out));
     return rc;
   }
 
   std::unique_ptr<drv::Backend> inner_;
-  FaultInjectingTransport transport_;
-  FaultInjectingTracker tracker_;
+  InjectingTransport transport_;
+  InjectingFaultTracker tracker_;
 };
 
 }  // namespace
 
-std::unique_ptr<drv::Backend> with_fault_injection(std::unique_ptr<drv::Backend> inner) {
+std::unique_ptr<drv::Backend> with_injection(std::unique_ptr<drv::Backend> inner) {
   if (!inner) return nullptr;
-  return std::make_unique<FaultInjectingBackend>(std::move(inner));
+  return std::make_unique<InjectingBackend>(std::move(inner));
 }
 
 }  // namespace aclvmm

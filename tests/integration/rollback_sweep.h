@@ -1,9 +1,9 @@
-// The harness of the fault sweeps (fault_sweep_*_test.cpp): every backend step ("drv.*") of a
-// multi-step call is failed in turn, at its 1st, 2nd, ... execution, and a failed call must leave
+// The harness of the rollback sweeps (rollback_sweep_*_test.cpp): every backend step ("drv.*") of
+// a multi-step call is failed in turn, at its 1st, 2nd, ... execution, and a failed call must leave
 // the process exactly as it found it: the same descriptors (/proc/self/fd), the same mappings in
 // the emulator's windows and of its memory (/proc/self/maps), the same live objects and device
 // memory (aclvmmStatsJson), and the same answers of the API about the objects the call touched
-// (fault_sweep_api.h: access rights, pointer attributes, address ranges, handle properties,
+// (rollback_sweep_api.h: access rights, pointer attributes, address ranges, handle properties,
 // bytes). A call that absorbs the failure and succeeds must answer as a clean run does. The same
 // call must then succeed, and releasing what it made must bring the process back to where it was
 // before the scenario began.
@@ -22,10 +22,10 @@
 #include <utility>
 #include <vector>
 
-#include "integration/fault_sweep_api.h"
 #include "integration/int_util.h"
+#include "integration/rollback_sweep_api.h"
 
-namespace fault_sweep {
+namespace rollback_sweep {
 
 using namespace aclvmm_itest;
 
@@ -191,7 +191,7 @@ inline CleanRun clean_run(const Call& c, const std::vector<const char*>& steps) 
     EXPECT_EQ(aclvmmInjectFault(step, 0, 0), kOk);
     if (left != kNever) out.ran.emplace_back(step, kNever - left);
   }
-  EXPECT_EQ(rc, kOk) << c.name << " fails without any fault";
+  EXPECT_EQ(rc, kOk) << c.name << " fails without any injected failure";
   out.after = api_view(w, true);
   if (rc == kOk) c.undo();
   c.teardown();
@@ -208,7 +208,7 @@ inline long sweep(const Call& c, const std::vector<const char*>& steps = kSteps,
   // listener closes the descriptors of ended exports a little later).
   const State origin = snapshot();
   const CleanRun clean = clean_run(c, steps);
-  EXPECT_EQ(settled(origin), "") << c.name << " leaks without any fault";
+  EXPECT_EQ(settled(origin), "") << c.name << " leaks without any injected failure";
   for (const auto& [step, count] : clean.ran) {
     ran_text += std::string(ran_text.empty() ? "" : ", ") + step + " x" + std::to_string(count);
     // nth = count + 1 must not fire: the count is checked on the way.
@@ -232,7 +232,7 @@ inline long sweep(const Call& c, const std::vector<const char*>& steps = kSteps,
         EXPECT_EQ(api_check(with_missing(answers, clean.before), api_view(w, true)), "")
             << at << ": failed with " << rc << " and the API reports a change";
         const aclError again = c.run();
-        EXPECT_EQ(again, kOk) << at << ": the call fails again with the fault cleared";
+        EXPECT_EQ(again, kOk) << at << ": the call fails again with the rule cleared";
         if (again == kOk) c.verify();
         if (again == kOk) c.undo();
       } else {
@@ -255,7 +255,7 @@ inline long sweep(const Call& c, const std::vector<const char*>& steps = kSteps,
 }
 
 // AclTest whose windows are known: each is found from an address the runtime hands out there.
-class FaultSweepTest : public AclTest {
+class RollbackSweepTest : public AclTest {
  protected:
   void SetUp() override {
     AclTest::SetUp();
@@ -285,4 +285,4 @@ class FaultSweepTest : public AclTest {
   }
 };
 
-}  // namespace fault_sweep
+}  // namespace rollback_sweep

@@ -1,5 +1,5 @@
-// Fault injection (emulation.md §7 ACLVMM_FAULTS, §8 aclvmmInjectFault): the nth following call of
-// the named function fails with the chosen code, leaves no partial state, and leaves a message.
+// Failure injection (emulation.md §7 ACLVMM_FAULTS, §8 aclvmmInjectFault): the nth following call
+// of the named function fails with the chosen code, leaves no partial state, and leaves a message.
 #include <cstdlib>
 #include <cstring>
 #include <functional>
@@ -13,9 +13,9 @@
 namespace aclvmm_test {
 namespace {
 
-class FaultInjectionTest : public AclTest {};
+class InjectionTest : public AclTest {};
 
-TEST_F(FaultInjectionTest, SecondMapMemFailsLeavesNoMappingThirdSucceeds) {
+TEST_F(InjectionTest, SecondMapMemFailsLeavesNoMappingThirdSucceeds) {
   aclrtDrvMemHandle h1 = make_handle(k2M), h2 = make_handle(k2M);
   void* va = reserve(4 * kMiB);
   ASSERT_EQ(aclvmmInjectFault("aclrtMapMem", 2, 207001), ACL_SUCCESS);
@@ -43,7 +43,7 @@ TEST_F(FaultInjectionTest, SecondMapMemFailsLeavesNoMappingThirdSucceeds) {
   EXPECT_EQ(aclrtReleaseMemAddress(va), ACL_SUCCESS);
 }
 
-TEST_F(FaultInjectionTest, NthZeroClearsAndOtherApisAreUnaffected) {
+TEST_F(InjectionTest, NthZeroClearsAndOtherApisAreUnaffected) {
   aclrtDrvMemHandle h = make_handle(k2M);
   void* va = reserve(k2M);
   ASSERT_EQ(aclvmmInjectFault("aclrtMapMem", 1, 207001), ACL_SUCCESS);
@@ -62,7 +62,7 @@ TEST_F(FaultInjectionTest, NthZeroClearsAndOtherApisAreUnaffected) {
   for (void* v : {va, va2}) EXPECT_EQ(aclrtReleaseMemAddress(v), ACL_SUCCESS);
 }
 
-TEST_F(FaultInjectionTest, NullApiIsInvalidParam) {
+TEST_F(InjectionTest, NullApiIsInvalidParam) {
   EXPECT_EQ(aclvmmInjectFault(nullptr, 1, 207001), 100000);
   EXPECT_EQ(aclvmmInjectFault(nullptr, 0, 0), 100000);
 }
@@ -93,14 +93,14 @@ std::string read_back(void* va) {
   return out;
 }
 
-class FaultInjectionScopeTest : public AclTest {
+class InjectionScopeTest : public AclTest {
  public:
   aclrtDrvMemHandle handle() { return make_handle(k2M); }
   void* rsv() { return reserve(k2M); }
 };
 
-TEST_F(FaultInjectionScopeTest, EachScopedApiFailsOnceWithoutSideEffects) {
-  struct FaultRow {
+TEST_F(InjectionScopeTest, EachScopedApiFailsOnceWithoutSideEffects) {
+  struct InjectionRow {
     const char* api;
     aclError code;
     std::function<void(State&)> setup;
@@ -110,7 +110,7 @@ TEST_F(FaultInjectionScopeTest, EachScopedApiFailsOnceWithoutSideEffects) {
   };
   auto none = [](State&) {};
   const aclrtPhysicalMemProp prop = device_prop();
-  const FaultRow rows[] = {
+  const InjectionRow rows[] = {
       {"aclrtMallocPhysical", 207001, none,
        [prop](State& s) { return aclrtMallocPhysical(&s.h, k2M, &prop, 0); },
        [](State& s) { EXPECT_EQ(s.h, nullptr) << "output written by a failed call"; },
@@ -183,7 +183,7 @@ TEST_F(FaultInjectionScopeTest, EachScopedApiFailsOnceWithoutSideEffects) {
        },
        none},
   };
-  for (const FaultRow& r : rows) {
+  for (const InjectionRow& r : rows) {
     SCOPED_TRACE(r.api);
     State s;
     r.setup(s);
@@ -196,7 +196,7 @@ TEST_F(FaultInjectionScopeTest, EachScopedApiFailsOnceWithoutSideEffects) {
     EXPECT_NE(msg.find("injected"), std::string::npos) << msg;
     EXPECT_EQ(live_counts(), before) << "before: " << describe(before) << "\nafter: " << describe(live_counts());
     r.unchanged(s);
-    EXPECT_EQ(r.call(s), ACL_SUCCESS) << "the fault fires once";
+    EXPECT_EQ(r.call(s), ACL_SUCCESS) << "the rule fires once";
     r.cleanup(s);
   }
   EXPECT_EQ(stat_int(stats(), "live.physical_handles"), 0);
@@ -205,13 +205,13 @@ TEST_F(FaultInjectionScopeTest, EachScopedApiFailsOnceWithoutSideEffects) {
 }
 
 // ACLVMM_FAULTS, read at start-up: aclFinalize, setenv, aclInit (restored afterwards).
-class FaultEnvTest : public AclTest {
+class InjectionEnvTest : public AclTest {
  protected:
   void set_env_and_restart(const char* value) {
     AclTest::SetUp();
     if (HasFatalFailure()) return;
     ASSERT_EQ(aclFinalize(), ACL_SUCCESS);
-    faults_.set(value);
+    injections_.set(value);
     init_ = aclInit(nullptr);
     if (init_ == ACL_SUCCESS) {
       ASSERT_EQ(aclrtSetDevice(0), ACL_SUCCESS);
@@ -219,7 +219,7 @@ class FaultEnvTest : public AclTest {
   }
   void SetUp() override {}
   void TearDown() override {
-    faults_.restore();
+    injections_.restore();
     if (init_ != ACL_SUCCESS) {  // the runtime did not come up: bring it back for the fixture
       ASSERT_EQ(aclInit(nullptr), ACL_SUCCESS);
       ASSERT_EQ(aclrtSetDevice(0), ACL_SUCCESS);
@@ -227,10 +227,10 @@ class FaultEnvTest : public AclTest {
     AclTest::TearDown();
   }
   aclError init_ = ACL_SUCCESS;
-  ScopedEnv faults_{"ACLVMM_FAULTS"};
+  ScopedEnv injections_{"ACLVMM_FAULTS"};
 };
 
-TEST_F(FaultEnvTest, ConfiguredCallsFailAsConfigured) {
+TEST_F(InjectionEnvTest, ConfiguredCallsFailAsConfigured) {
   set_env_and_restart("aclrtMallocPhysical:1:207001,aclrtReserveMemAddress:2:507899");
   ASSERT_EQ(init_, ACL_SUCCESS);
   aclrtPhysicalMemProp p = device_prop();
@@ -258,7 +258,7 @@ TEST_F(FaultEnvTest, ConfiguredCallsFailAsConfigured) {
 
 // A malformed value is a clear error at aclInit naming the variable (emulation.md §7); the spec
 // gives no code, the library's 100000 is asserted.
-TEST_F(FaultEnvTest, MalformedValueFailsInit) {
+TEST_F(InjectionEnvTest, MalformedValueFailsInit) {
   set_env_and_restart("aclrtMapMem:zero:1");
   EXPECT_EQ(init_, 100000);
   EXPECT_NE(recent_msg().find("ACLVMM_FAULTS"), std::string::npos);

@@ -1,13 +1,13 @@
-// Fault sweep of the VMM and malloc calls: physical memory, reservations, mappings, access,
-// aclrtMalloc / aclrtMallocHost (harness and rules: fault_sweep.h).
-#include "integration/fault_sweep.h"
+// Rollback sweep of the VMM and malloc calls: physical memory, reservations, mappings, access,
+// aclrtMalloc / aclrtMallocHost (harness and rules: rollback_sweep.h).
+#include "integration/rollback_sweep.h"
 
 #include <cstring>
 #include <vector>
 
 #include "api/test_env.h"
 
-namespace fault_sweep {
+namespace rollback_sweep {
 namespace {
 
 aclrtPhysicalMemProp numa_prop() {
@@ -133,9 +133,9 @@ bool host_numa_available() {
   return true;
 }
 
-class FaultSweepVmm : public FaultSweepTest {};
+class RollbackSweepVmm : public RollbackSweepTest {};
 
-TEST_F(FaultSweepVmm, MallocPhysicalRollsBack) {
+TEST_F(RollbackSweepVmm, MallocPhysicalRollsBack) {
   HandleFixture made;
   EXPECT_EQ(sweep(malloc_physical("aclrtMallocPhysical(device)", device_prop(), &made)), 1);
   EXPECT_EQ(sweep(malloc_physical("aclrtMallocPhysical(host)", host_prop(), &made)), 1);
@@ -144,7 +144,7 @@ TEST_F(FaultSweepVmm, MallocPhysicalRollsBack) {
   }
 }
 
-TEST_F(FaultSweepVmm, MapAndNoAccessMapRollBack) {
+TEST_F(RollbackSweepVmm, MapAndNoAccessMapRollBack) {
   MappingFixture m;
   // Device memory needs no system call to map: the device MMU is the core's own table.
   EXPECT_EQ(sweep(map_call("aclrtMapMem(device)", device_prop(), false, &m)), 0);
@@ -155,7 +155,7 @@ TEST_F(FaultSweepVmm, MapAndNoAccessMapRollBack) {
   }
 }
 
-TEST_F(FaultSweepVmm, HostAccessChangesRollBack) {
+TEST_F(RollbackSweepVmm, HostAccessChangesRollBack) {
   MappingFixture m;
   EXPECT_EQ(sweep(host_access_call("aclrtMemSetAccess(host READWRITE on a no-access mapping)",
                                    host_prop(), 2, kRW, kNone, &m)),
@@ -176,7 +176,7 @@ TEST_F(FaultSweepVmm, HostAccessChangesRollBack) {
 
 // Several descriptors are applied all or none (docs/emulation.md): when the CPU side of one fails,
 // the rights the others gave must be gone again, which only the API's answers show.
-TEST_F(FaultSweepVmm, AccessChangesOfSeveralLocationsRollBackAsOne) {
+TEST_F(RollbackSweepVmm, AccessChangesOfSeveralLocationsRollBackAsOne) {
   MappingFixture m;
   EXPECT_EQ(sweep(access_call("aclrtMemSetAccess(device 1 READWRITE + host READ on a host mapping)",
                               host_prop(), 1, {}, {desc(kRW, dev(1)), desc(kRead, host())},
@@ -200,13 +200,13 @@ TEST_F(FaultSweepVmm, AccessChangesOfSeveralLocationsRollBackAsOne) {
             1);
 }
 
-TEST_F(FaultSweepVmm, UnmapRollsBack) {
+TEST_F(RollbackSweepVmm, UnmapRollsBack) {
   MappingFixture m;
   EXPECT_EQ(sweep(unmap_call("aclrtUnmapMem(device)", device_prop(), &m)), 0);
   EXPECT_EQ(sweep(unmap_call("aclrtUnmapMem(host)", host_prop(), &m)), 1);
 }
 
-TEST_F(FaultSweepVmm, ReservationsRollBack) {
+TEST_F(RollbackSweepVmm, ReservationsRollBack) {
   void* va = nullptr;
   Call reserve;
   reserve.name = "aclrtReserveMemAddress";
@@ -235,7 +235,7 @@ TEST_F(FaultSweepVmm, ReservationsRollBack) {
   EXPECT_EQ(sweep(release), 1);  // munmap
 }
 
-TEST_F(FaultSweepVmm, MallocAndMallocHostRollBack) {
+TEST_F(RollbackSweepVmm, MallocAndMallocHostRollBack) {
   void* p = nullptr;
   Call dev;
   dev.name = "aclrtMalloc";
@@ -270,7 +270,7 @@ TEST_F(FaultSweepVmm, MallocAndMallocHostRollBack) {
 }
 
 // ACLVMM_HOST_ACCESS=open: device memory gets CPU mappings too.
-TEST_F(FaultSweepVmm, OpenHostAccessMappingsRollBack) {
+TEST_F(RollbackSweepVmm, OpenHostAccessMappingsRollBack) {
   ScopedEnvRuntime open("ACLVMM_HOST_ACCESS", "open");
   ASSERT_TRUE(open.ok());
   void* p = nullptr;
@@ -296,4 +296,4 @@ TEST_F(FaultSweepVmm, OpenHostAccessMappingsRollBack) {
 }
 
 }  // namespace
-}  // namespace fault_sweep
+}  // namespace rollback_sweep

@@ -1,4 +1,4 @@
-// What the API reports about the objects a swept call touches (fault_sweep.h compares it before
+// What the API reports about the objects a swept call touches (rollback_sweep.h compares it before
 // and after every failed call, and after an absorbed failure with a clean run): the access rights
 // of the host and of devices 0 and 1 (aclrtMemGetAccess), aclrtPointerGetAttributes and
 // aclrtMemGetAddressRange at every 2 MiB of each range, the managed range attributes, the
@@ -22,7 +22,7 @@
 
 #include "api/test_util.h"
 
-namespace fault_sweep {
+namespace rollback_sweep {
 
 using namespace aclvmm_test;
 
@@ -168,4 +168,4 @@ inline ApiView with_missing(ApiView base, const ApiView& extra) {
   return base;
 }
 
-}  // namespace fault_sweep
+}  // namespace rollback_sweep

@@ -1,10 +1,11 @@
-// FaultInjectingBackend: the backend as the core sees it, with every step that can fail open to
-// fault injection (ACLVMM_FAULTS / aclvmmInjectFault with a "drv.*" name).
+// InjectingBackend: the backend as the core sees it, with every step that can fail open to
+// failure injection (ACLVMM_FAULTS / aclvmmInjectFault with a "drv.*" name).
 //
 // It wraps the real backend and the objects the backend hands out (physical memory, the share
-// transport, the fault tracker). Each step first asks faults_check(<step>); when a rule fires the
-// step returns -code (the rule's code is a positive errno, e.g. 12 = ENOMEM) instead of running.
-// When nothing is armed that is one relaxed atomic load per step, so it is always installed.
+// transport, the fault tracker). Each step first asks injection_check(<step>); when a rule fires
+// the step returns -code (the rule's code is a positive errno, e.g. 12 = ENOMEM) instead of
+// running. When nothing is armed that is one relaxed atomic load per step, so it is always
+// installed.
 //
 // The steps (docs/configuration.md, ACLVMM_FAULTS):
 //   drv.claim_window      an address window's placeholder (mmap), at the first runtime start
@@ -51,6 +52,6 @@
 namespace aclvmm {
 
 // Wraps `inner` (nullptr stays nullptr).
-std::unique_ptr<drv::Backend> with_fault_injection(std::unique_ptr<drv::Backend> inner);
+std::unique_ptr<drv::Backend> with_injection(std::unique_ptr<drv::Backend> inner);
 
 }  // namespace aclvmm

@@ -1,4 +1,4 @@
-#include "runtime/faults.h"
+#include "runtime/injection.h"
 
 #include <atomic>
 #include <cstring>
@@ -20,16 +20,16 @@ std::atomic<bool> g_any{false};  // keeps the common case (nothing armed) lock-f
 
 }  // namespace
 
-void faults_reset(const std::vector<FaultRule>& rules) {
+void injection_reset(const std::vector<InjectionRule>& rules) {
   std::lock_guard<std::mutex> lock(g_mu);
   for (auto it = g_armed.begin(); it != g_armed.end();) {
     it = it->from_env ? g_armed.erase(it) : it + 1;
   }
-  for (const FaultRule& r : rules) g_armed.push_back({r.api, r.nth, r.code, true});
+  for (const InjectionRule& r : rules) g_armed.push_back({r.api, r.nth, r.code, true});
   g_any.store(!g_armed.empty());
 }
 
-void faults_arm(const std::string& api, uint32_t nth, int code) {
+void injection_arm(const std::string& api, uint32_t nth, int code) {
   std::lock_guard<std::mutex> lock(g_mu);
   for (auto it = g_armed.begin(); it != g_armed.end();) {
     it = it->api == api ? g_armed.erase(it) : it + 1;
@@ -59,10 +59,10 @@ int check(const char* api, bool throwing) {
 
 }  // namespace
 
-int faults_check(const char* api) { return check(api, false); }
-int faults_check_throw(const char* api) { return check(api, true); }
+int injection_check(const char* api) { return check(api, false); }
+int injection_check_throw(const char* api) { return check(api, true); }
 
-uint32_t faults_remaining(const std::string& api) {
+uint32_t injection_remaining(const std::string& api) {
   std::lock_guard<std::mutex> lock(g_mu);
   for (const Armed& a : g_armed) {
     if (a.api == api) return a.remaining;
@@ -70,7 +70,7 @@ uint32_t faults_remaining(const std::string& api) {
   return 0;
 }
 
-void faults_hold_for_fork() { g_mu.lock(); }
-void faults_release_after_fork() { g_mu.unlock(); }
+void injection_hold_for_fork() { g_mu.lock(); }
+void injection_release_after_fork() { g_mu.unlock(); }
 
 }  // namespace aclvmm

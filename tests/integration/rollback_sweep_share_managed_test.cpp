@@ -1,18 +1,19 @@
-// Fault sweep of sharing (export, import from this process and from another one), managed memory
-// (allocation with fault tracking, free, prefetch, copies) and the window claims of the first
-// start; plus "drv.*" rules through aclvmmInjectFault and ACLVMM_FAULTS (harness: fault_sweep.h).
+// Rollback sweep of sharing (export, import from this process and from another one), managed
+// memory (allocation with fault tracking, free, prefetch, copies) and the window claims of the
+// first start; plus "drv.*" rules through aclvmmInjectFault and ACLVMM_FAULTS (harness:
+// rollback_sweep.h).
 #include <spawn.h>
 
 #include <cstring>
 
 #include "api/managed_util.h"
 #include "api/test_env.h"
-#include "integration/fault_sweep.h"
+#include "integration/rollback_sweep.h"
 #include "integration/share_peer/peer_client.h"
 
 extern char** environ;
 
-namespace fault_sweep {
+namespace rollback_sweep {
 namespace {
 
 constexpr size_t kManagedBytes = 8 * kMiB;  // four managed pages
@@ -28,9 +29,9 @@ class TotalPoints : public ::testing::Environment {
 };
 ::testing::Environment* const kTotal = ::testing::AddGlobalTestEnvironment(new TotalPoints);
 
-class FaultSweepShare : public FaultSweepTest {};
+class RollbackSweepShare : public RollbackSweepTest {};
 
-TEST_F(FaultSweepShare, ExportAndImportRollBack) {
+TEST_F(RollbackSweepShare, ExportAndImportRollBack) {
   aclrtDrvMemHandle h = nullptr, imported = nullptr;
   uint64_t token = 0;
   Call exp;
@@ -75,10 +76,10 @@ TEST_F(FaultSweepShare, ExportAndImportRollBack) {
   EXPECT_EQ(sweep(remote), 4);  // connect, send, receive, adopt the descriptor
 }
 
-class FaultSweepManaged : public FaultSweepTest {
+class RollbackSweepManaged : public RollbackSweepTest {
  protected:
   void SetUp() override {
-    FaultSweepTest::SetUp();
+    RollbackSweepTest::SetUp();
     if (HasFatalFailure()) return;
     void* probe = nullptr;
     ASSERT_EQ(aclrtMemAllocManaged(&probe, k2M, ACL_RT_MEM_ATTACH_GLOBAL), kOk);
@@ -112,7 +113,7 @@ class FaultSweepManaged : public FaultSweepTest {
   const std::string bytes_ = pattern(kManagedBytes, 9);
 };
 
-TEST_F(FaultSweepManaged, AllocationAndFreeRollBack) {
+TEST_F(RollbackSweepManaged, AllocationAndFreeRollBack) {
   Call first;
   first.name = "aclrtMemAllocManaged(first of the runtime)";
   first.setup = [] { restart(); };  // fault tracking starts with the first allocation
@@ -139,7 +140,7 @@ TEST_F(FaultSweepManaged, AllocationAndFreeRollBack) {
   EXPECT_EQ(aclrtFree(other), kOk);
 }
 
-TEST_F(FaultSweepManaged, PrefetchAndCopiesRollBack) {
+TEST_F(RollbackSweepManaged, PrefetchAndCopiesRollBack) {
   long long used = 0;
   Call to_device;
   to_device.name = "aclrtMemManagedPrefetchAsync(device 0) + synchronize";
@@ -209,7 +210,7 @@ TEST_F(FaultSweepManaged, PrefetchAndCopiesRollBack) {
 
 // Advice changes what the CPU may reach in place; a step that fails there may cost a CPU fault
 // later, but the advice itself is recorded and reported as in a clean run.
-TEST_F(FaultSweepManaged, AdviceRollsBack) {
+TEST_F(RollbackSweepManaged, AdviceRollsBack) {
   auto advice = [&](const std::string& name, aclrtMemManagedAdviseType a, aclrtMemManagedLocation where,
                     aclrtMemManagedAdviseType undo, std::function<void()> more_setup) {
     Call c;
@@ -253,7 +254,7 @@ TEST_F(FaultSweepManaged, AdviceRollsBack) {
 }
 
 // aclInit in a fresh process: the three windows are claimed by the first start. The claims are
-// swept in children (this process claimed its windows long ago): FaultSweepWindowsChild.Claim.
+// swept in children (this process claimed its windows long ago): RollbackSweepWindowsChild.Claim.
 // The windows are 12 TiB of inaccessible placeholders together; under ASan they are placed next
 // to each other (and merge into one maps line), so the bytes are counted, not the lines. The
 // slack absorbs the sanitizer committing parts of its own reserved ranges meanwhile.
@@ -267,9 +268,9 @@ long long placeholder_bytes() {
 }
 constexpr long long kWindowBytes = 12ll << 40, kSlack = 1ll << 30;
 
-TEST(FaultSweepWindowsChild, Claim) {
+TEST(RollbackSweepWindowsChild, Claim) {
   const char* nth_text = std::getenv("ACLVMM_SWEEP_CLAIM_NTH");
-  if (!nth_text) GTEST_SKIP() << "a child of FaultSweepWindows.ClaimsRollBack";
+  if (!nth_text) GTEST_SKIP() << "a child of RollbackSweepWindows.ClaimsRollBack";
   const uint32_t nth = static_cast<uint32_t>(std::atoi(nth_text));
   EXPECT_EQ(aclvmmInjectFault(nullptr, 1, 1), kParam);  // opens the log before the baseline
   const size_t fds = open_fds();
@@ -297,7 +298,7 @@ TEST(FaultSweepWindowsChild, Claim) {
   std::exit(::testing::Test::HasFailure() ? 1 : fired ? 10 : 11);
 }
 
-TEST(FaultSweepWindows, ClaimsRollBack) {
+TEST(RollbackSweepWindows, ClaimsRollBack) {
   long points = 0;
   for (int nth = 1; nth <= 4; ++nth) {
     const std::string var = "ACLVMM_SWEEP_CLAIM_NTH=" + std::to_string(nth);
@@ -306,7 +307,7 @@ TEST(FaultSweepWindows, ClaimsRollBack) {
     envp.push_back(const_cast<char*>(var.c_str()));
     envp.push_back(nullptr);
     char exe[] = "/proc/self/exe";
-    char filter[] = "--gtest_filter=FaultSweepWindowsChild.Claim";
+    char filter[] = "--gtest_filter=RollbackSweepWindowsChild.Claim";
     char* argv[] = {exe, filter, nullptr};
     fflush(nullptr);
     pid_t pid = -1;
@@ -322,7 +323,7 @@ TEST(FaultSweepWindows, ClaimsRollBack) {
 }
 
 // One "drv.*" rule through each way of arming it.
-TEST_F(FaultSweepTest, InjectFaultFailsOneBackendStep) {
+TEST_F(RollbackSweepTest, InjectFaultFailsOneBackendStep) {
   ASSERT_EQ(aclvmmInjectFault("drv.map_cpu", 1, 12), kOk);
   EXPECT_EQ(aclvmmFaultRemaining("drv.map_cpu"), 1u);
   void* p = nullptr;
@@ -340,7 +341,7 @@ TEST_F(FaultSweepTest, InjectFaultFailsOneBackendStep) {
   EXPECT_EQ(aclvmmFaultRemaining(nullptr), 0u);
 }
 
-TEST_F(FaultSweepTest, EnvironmentRuleFailsOneBackendStep) {
+TEST_F(RollbackSweepTest, EnvironmentRuleFailsOneBackendStep) {
   ScopedEnvRuntime env("ACLVMM_FAULTS", "drv.create_physical:2:12");
   ASSERT_TRUE(env.ok());
   EXPECT_EQ(aclvmmFaultRemaining("drv.create_physical"), 2u);
@@ -353,4 +354,4 @@ TEST_F(FaultSweepTest, EnvironmentRuleFailsOneBackendStep) {
 }
 
 }  // namespace
-}  // namespace fault_sweep
+}  // namespace rollback_sweep
