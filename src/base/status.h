@@ -64,8 +64,31 @@ int code_from_errno(int neg_errno);
 
 }  // namespace aclvmm
 
+// Error propagation between layers, so that a call's happy path reads as a sequence of steps:
+//
+//   ACLVMM_RETURN_IF_ERROR(expr);        expr is a Status: a failure is returned as it is.
+//   ACLVMM_ASSIGN_OR_RETURN(lhs, expr);  expr is a StatusOr<T>: a failure's Status is returned
+//                                        (it converts to any StatusOr), else the value is moved
+//                                        into lhs, a declaration ("auto x", "const T x") or an
+//                                        existing variable.
+//
+// expr is evaluated once. Both are statements, not expressions; ACLVMM_ASSIGN_OR_RETURN expands
+// to several, so it needs braces as the body of an if or a loop, takes one use per line, and its
+// lhs cannot hold an unparenthesised comma (no structured bindings). A call that must undo
+// something on failure still tests the result itself: these macros return at once.
 #define ACLVMM_RETURN_IF_ERROR(expr)         \
   do {                                       \
     ::aclvmm::Status aclvmm_st_ = (expr);    \
     if (!aclvmm_st_.ok()) return aclvmm_st_; \
   } while (0)
+
+#define ACLVMM_ASSIGN_OR_RETURN(lhs, expr) \
+  ACLVMM_ASSIGN_OR_RETURN_IMPL_(ACLVMM_STATUS_CONCAT_(aclvmm_statusor_, __LINE__), lhs, expr)
+
+// Implementation details of the macros above.
+#define ACLVMM_STATUS_CONCAT_INNER_(a, b) a##b
+#define ACLVMM_STATUS_CONCAT_(a, b) ACLVMM_STATUS_CONCAT_INNER_(a, b)
+#define ACLVMM_ASSIGN_OR_RETURN_IMPL_(statusor, lhs, expr) \
+  auto statusor = (expr);                                  \
+  if (!statusor.ok()) return statusor.status();            \
+  lhs = std::move(statusor).value()

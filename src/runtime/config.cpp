@@ -99,9 +99,7 @@ std::vector<int> parse_visible_devices(const std::string& text, int count, std::
 StatusOr<Config> load_config() {
   Config c;
   std::string soc = env("ACLVMM_SOC");
-  auto product = find_product(soc.empty() ? "Ascend910B1" : soc);
-  if (!product.ok()) return product.status();
-  c.product = *product;
+  ACLVMM_ASSIGN_OR_RETURN(c.product, find_product(soc.empty() ? "Ascend910B1" : soc));
 
   if (std::string v = env("ACLVMM_DEVICE_COUNT"); !v.empty()) {
     uint64_t n = 0;
@@ -131,9 +129,7 @@ StatusOr<Config> load_config() {
     c.host_numa = v == "on";
   }
   if (std::string v = env("ACLVMM_FAULTS"); !v.empty()) {
-    auto rules = parse_injections(v);
-    if (!rules.ok()) return rules.status();
-    c.injections = *rules;
+    ACLVMM_ASSIGN_OR_RETURN(c.injections, parse_injections(v));
   }
   c.stats_file = env("ACLVMM_STATS_FILE");
   c.trace_file = env("ACLVMM_TRACE_FILE");

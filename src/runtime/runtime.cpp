@@ -108,17 +108,16 @@ Status Runtime::start() {
 Status Runtime::start_locked() {
   if (started_.load()) return Status::Ok();
   log::reconfigure();
-  auto cfg = load_config();
-  if (!cfg.ok()) return cfg.status();
+  ACLVMM_ASSIGN_OR_RETURN(Config cfg, load_config());
   // Armed before the backend's first steps, so that ACLVMM_FAULTS reaches the window claims too.
-  injection_reset(cfg->injections);
+  injection_reset(cfg.injections);
   if (!backend_) {
     // A forked child's first start: the parent's windows go first, so that ours land where the
     // vendor's are.
     release_inherited();
     // Always behind the failure-injection decorator: "drv.*" rules fail single backend steps.
-    backend_ = with_injection(drv::create_backend(cfg->driver));
-    if (!backend_) return Error(kAclInvalidParam, "no driver backend called " + cfg->driver);
+    backend_ = with_injection(drv::create_backend(cfg.driver));
+    if (!backend_) return Error(kAclInvalidParam, "no driver backend called " + cfg.driver);
     Status claimed = space_.claim_windows(backend_.get());
     if (!claimed.ok()) {
       backend_.reset();  // the next start tries again from scratch
@@ -128,7 +127,7 @@ Status Runtime::start_locked() {
     managed_.attach(backend_.get(), space_.uvm_window(), space_.uvm_window_size());
     if (!g_exit_registered.exchange(true)) std::atexit(at_exit);
   }
-  config_ = std::move(*cfg);
+  config_ = std::move(cfg);
   space_.set_host_access_open(config_.host_access_open);
   devices_.assign(config_.device_count, Device{});
   // Best effort: without a segment the pools simply have no mirror.
@@ -298,13 +297,10 @@ std::shared_ptr<MemoryPool> Runtime::host_pool() const {
 
 Status Runtime::set_device(int32_t user_id) {
   std::lock_guard<std::recursive_mutex> lock(mu_);
-  auto phys = physical_device(user_id);
-  if (!phys.ok()) return phys.status();
-  Device& d = devices_[*phys];
+  ACLVMM_ASSIGN_OR_RETURN(const int phys, physical_device(user_id));
+  Device& d = devices_[phys];
   if (!contexts_.find(d.primary_context)) {
-    auto ctx = create_context(*phys, true);
-    if (!ctx.ok()) return ctx.status();
-    d.primary_context = *ctx;
+    ACLVMM_ASSIGN_OR_RETURN(d.primary_context, create_context(phys, true));
   }
   ++d.open_count;
   t_context = contexts_.find(d.primary_context);
@@ -316,9 +312,8 @@ Status Runtime::reset_device(int32_t user_id, bool force) {
   std::vector<std::shared_ptr<Stream>> doomed;
   {
     std::lock_guard<std::recursive_mutex> lock(mu_);
-    auto phys = physical_device(user_id);
-    if (!phys.ok()) return phys.status();
-    Device& d = devices_[*phys];
+    ACLVMM_ASSIGN_OR_RETURN(const int phys, physical_device(user_id));
+    Device& d = devices_[phys];
     const int remaining = force || d.open_count <= 1 ? 0 : d.open_count - 1;
     if (remaining == 0 && d.primary_context != 0 && Stream::running() &&
         Stream::running()->context() == d.primary_context) {
@@ -328,7 +323,7 @@ Status Runtime::reset_device(int32_t user_id, bool force) {
     if (d.open_count == 0 && d.primary_context != 0) {
       doomed = destroy_context_locked(d.primary_context);
       d.primary_context = 0;
-      peer_masks_[*phys].store(0);
+      peer_masks_[phys].store(0);
     }
   }
   abort_streams(doomed);
@@ -422,31 +417,29 @@ Status Runtime::set_current_context(uint64_t token) {
 StatusOr<std::shared_ptr<Stream>> Runtime::new_stream(const std::shared_ptr<Context>& ctx) {
   // The worker runs with the stream's context current, so that a task's own calls (a kernel
   // copying, allocating or launching more work) act for the stream's device.
-  auto stream = Stream::create(ctx->device, ctx->token, [ctx] { t_context = ctx; });
-  if (!stream.ok()) return stream.status();
+  ACLVMM_ASSIGN_OR_RETURN(std::shared_ptr<Stream> stream,
+                          Stream::create(ctx->device, ctx->token, [ctx] { t_context = ctx; }));
   uint64_t token = 0;
   try {
-    token = streams_.insert(*stream);
+    token = streams_.insert(stream);
   } catch (const std::bad_alloc&) {
     token = 0;
   }
   if (token == 0) {
-    (*stream)->abort();  // rollback: the worker goes with the stream
+    stream->abort();  // rollback: the worker goes with the stream
     return Error(ACL_ERROR_RT_NO_STREAM_RESOURCE, "no stream can be created: the stream table is full "
                                                   "or out of memory");
   }
-  (*stream)->set_token(token);
+  stream->set_token(token);
   return stream;
 }
 
 StatusOr<uint64_t> Runtime::create_stream() {
-  auto ctx_token = current_context();
-  if (!ctx_token.ok()) return ctx_token.status();
-  auto ctx = contexts_.find(*ctx_token);
+  ACLVMM_ASSIGN_OR_RETURN(const uint64_t ctx_token, current_context());
+  auto ctx = contexts_.find(ctx_token);
   if (!ctx) return Error(ACL_ERROR_RT_CONTEXT_NULL, "the current context was destroyed");
-  auto stream = new_stream(ctx);
-  if (!stream.ok()) return stream.status();
-  return (*stream)->token();
+  ACLVMM_ASSIGN_OR_RETURN(std::shared_ptr<Stream> stream, new_stream(ctx));
+  return stream->token();
 }
 
 Status Runtime::destroy_stream(uint64_t token, bool force) {
@@ -475,16 +468,13 @@ StatusOr<std::shared_ptr<Stream>> Runtime::resolve_stream(uint64_t token) {
     if (!stream) return Error(ACL_ERROR_RT_PARAM_INVALID, "the stream is not a live stream");
     return stream;
   }
-  auto ctx_token = current_context();
-  if (!ctx_token.ok()) return ctx_token.status();
+  ACLVMM_ASSIGN_OR_RETURN(const uint64_t ctx_token, current_context());
   std::lock_guard<std::recursive_mutex> lock(mu_);
-  auto ctx = contexts_.find(*ctx_token);
+  auto ctx = contexts_.find(ctx_token);
   if (!ctx) return Error(ACL_ERROR_RT_CONTEXT_NULL, "the current context was destroyed");
   auto stream = streams_.find(ctx->default_stream);
   if (!stream) {
-    auto created = new_stream(ctx);
-    if (!created.ok()) return created.status();
-    stream = std::move(*created);
+    ACLVMM_ASSIGN_OR_RETURN(stream, new_stream(ctx));
     ctx->default_stream = stream->token();
   }
   return stream;
@@ -492,11 +482,10 @@ StatusOr<std::shared_ptr<Stream>> Runtime::resolve_stream(uint64_t token) {
 
 Status Runtime::synchronize_device() {
   if (Stream::running()) return Stream::refuse_from_task(Stream::kWouldWait);
-  auto dev = current_device();
-  if (!dev.ok()) return dev.status();
+  ACLVMM_ASSIGN_OR_RETURN(const int dev, current_device());
   Status first;
   for (auto& [token, stream] : streams_.snapshot()) {
-    if (stream->device() != *dev) continue;
+    if (stream->device() != dev) continue;
     Status st = stream->synchronize();
     if (!st.ok() && first.ok()) first = st;
   }
@@ -504,13 +493,12 @@ Status Runtime::synchronize_device() {
 }
 
 Status Runtime::enable_peer(int peer_physical, bool enable) {
-  auto dev = current_device();
-  if (!dev.ok()) return dev.status();
+  ACLVMM_ASSIGN_OR_RETURN(const int dev, current_device());
   uint64_t bit = 1ull << peer_physical;
   if (enable) {
-    peer_masks_[*dev].fetch_or(bit);
+    peer_masks_[dev].fetch_or(bit);
   } else {
-    peer_masks_[*dev].fetch_and(~bit);
+    peer_masks_[dev].fetch_and(~bit);
   }
   return Status::Ok();
 }

@@ -107,8 +107,7 @@ StatusOr<uint64_t> ManagedMemory::allocate(uint64_t size) {
   {
     Lock lock(mu_);
     started_here = !tracking_;
-    Status tracking = start_tracking();
-    if (!tracking.ok()) return tracking;  // nothing was started
+    ACLVMM_RETURN_IF_ERROR(start_tracking());  // nothing was started
     started_here = started_here && tracking_;
   }
   // Rollback: tracking this call started (a descriptor and a thread) stops again when the call

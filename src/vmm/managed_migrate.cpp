@@ -147,8 +147,7 @@ Status ManagedMemory::device_access(uint64_t va, uint64_t n, int device, bool wr
       }
       stats_.device_faults.fetch_add(1);
       trace::event("device_fault", r->base + i * kPage, device);
-      Status st = to_device(*r, i, device);
-      if (!st.ok()) return st;
+      ACLVMM_RETURN_IF_ERROR(to_device(*r, i, device));
     }
   }
   // One copy of the bytes: the segments are the memfd ranges, whatever the residency.

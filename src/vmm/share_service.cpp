@@ -389,8 +389,8 @@ StatusOr<uint64_t> ShareService::import(uint64_t token, int physical_device) {
     }
   }
   if (!phys->memory) {
-    Status fetched = fetch_remote(token, physical_device, rt.config().device_count, phys.get());
-    if (!fetched.ok()) return fetched;
+    ACLVMM_RETURN_IF_ERROR(
+        fetch_remote(token, physical_device, rt.config().device_count, phys.get()));
   }
   const int exporter_device = phys->reported_device;
   const bool device_memory = phys->on_device();

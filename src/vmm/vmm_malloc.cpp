@@ -32,8 +32,7 @@ std::shared_ptr<PhysicalAllocation> new_allocation(Side side, int device, uint64
 
 StatusOr<uint64_t> device_malloc(uint64_t size, int policy) {
   Runtime& rt = Runtime::get();
-  auto dev = rt.current_device();
-  if (!dev.ok()) return dev.status();
+  ACLVMM_ASSIGN_OR_RETURN(const int dev, rt.current_device());
   const int base_policy = policy & 0xff;
   const bool huge1g = base_policy == 6 || base_policy == 7;
   if (huge1g && !rt.config().product.supports(Feature::kHuge1GPages)) {
@@ -45,19 +44,19 @@ StatusOr<uint64_t> device_malloc(uint64_t size, int policy) {
   uint64_t page = page_size_for(policy, padded);
   uint64_t bytes = round_up(padded, page);
   if (bytes < size) return Error(ACL_ERROR_RT_MEMORY_ALLOCATION, "size is too large");
-  auto pool = rt.pool(*dev);
+  auto pool = rt.pool(dev);
   if (!pool || !pool->charge(bytes)) {
     return Error(ACL_ERROR_RT_MEMORY_ALLOCATION,
-                 "device " + std::to_string(rt.user_device(*dev)) + " is out of memory: " +
+                 "device " + std::to_string(rt.user_device(dev)) + " is out of memory: " +
                      std::to_string(bytes) + " bytes requested");
   }
-  auto phys = new_allocation(Side::kDevice, *dev, bytes, "aclrtMalloc");
+  auto phys = new_allocation(Side::kDevice, dev, bytes, "aclrtMalloc");
   phys->charge = std::make_unique<Charge>(pool, bytes);
   drv::PhysicalRequest req;
   req.size = bytes;
   int rc = rt.backend().create_physical(req, &phys->memory);
   if (rc != 0) return Error(code_from_errno(rc), "the backend could not create device memory");
-  return rt.space().add_device_malloc(bytes, size, static_cast<uint32_t>(page), *dev,
+  return rt.space().add_device_malloc(bytes, size, static_cast<uint32_t>(page), dev,
                                       std::move(phys));
 }
 
@@ -70,8 +69,7 @@ Status device_free(uint64_t ptr) {
 
 StatusOr<uint64_t> host_malloc(uint64_t size) {
   Runtime& rt = Runtime::get();
-  auto ctx = rt.current_context();
-  if (!ctx.ok()) return ctx.status();
+  ACLVMM_RETURN_IF_ERROR(rt.current_context().status());
   const uint64_t page = rt.backend().host_page_size();
   uint64_t bytes = round_up(round_up(size, 32), page);
   auto pool = rt.host_pool();

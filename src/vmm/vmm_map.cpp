@@ -108,9 +108,8 @@ Status map(uint64_t va, uint64_t size, uint64_t offset, uint64_t handle, bool no
 
 Status unmap(uint64_t va) {
   Runtime& rt = Runtime::get();
-  auto m = rt.space().unmap(va);
-  if (!m.ok()) return m.status();
-  release_ref(m->handle);
+  ACLVMM_ASSIGN_OR_RETURN(const Mapping m, rt.space().unmap(va));
+  release_ref(m.handle);
   return Status::Ok();
 }
 
@@ -135,17 +134,15 @@ StatusOr<AddressRange> address_range(uint64_t ptr) {
 
 Status p2p_map(uint64_t ptr, uint64_t size, int device) {
   Runtime& rt = Runtime::get();
-  auto owner = rt.space().grant_peer(ptr, size, device);
-  if (!owner.ok()) return owner.status();
-  if (*owner >= 0) {
+  ACLVMM_ASSIGN_OR_RETURN(const int owner, rt.space().grant_peer(ptr, size, device));
+  if (owner >= 0) {
     // An aclrtMalloc block (grant_peer changed nothing for it yet): the range must lie inside the
     // block, as it must inside a reservation, and without wrapping around.
-    auto block = rt.space().address_range(ptr);
-    if (!block.ok()) return block.status();
-    if (size > block->base + block->size - ptr) {
+    ACLVMM_ASSIGN_OR_RETURN(const AddressRange block, rt.space().address_range(ptr));
+    if (size > block.base + block.size - ptr) {
       return Error(ACL_ERROR_RT_PARAM_INVALID, "the range runs past its allocation");
     }
-    if (*owner != device) rt.enable_peer_pair(device, *owner);
+    if (owner != device) rt.enable_peer_pair(device, owner);
   }
   return Status::Ok();
 }
@@ -154,8 +151,7 @@ StatusOr<PointerInfo> pointer_info(uint64_t ptr) {
   Runtime& rt = Runtime::get();
   if (!rt.svm_ready()) return no_device_opened();
   if (rt.managed().in_window(ptr)) {
-    auto r = rt.managed().range_of(ptr);
-    if (!r.ok()) return r.status();
+    ACLVMM_RETURN_IF_ERROR(rt.managed().range_of(ptr).status());
     PointerInfo info;
     info.kind = PointerInfo::kManaged;
     info.device = 0;  // the driver leaves the id 0 for managed memory

@@ -159,13 +159,12 @@ StatusOr<uint64_t> retain(uint64_t va) {
   if (!rt.svm_ready()) return no_device_opened();
   auto& table = rt.physical();
   for (;;) {
-    auto handle = rt.space().mapping_handle(va);
-    if (!handle.ok()) return handle;
+    ACLVMM_ASSIGN_OR_RETURN(const uint64_t handle, rt.space().mapping_handle(va));
     std::lock_guard<ReadMostlyMutex> lock(table.mutex());
-    auto phys = table.find_locked(*handle);
+    auto phys = table.find_locked(handle);
     if (phys) {
       ++phys->ref;
-      return *handle;
+      return handle;
     }
     // Another thread unmapped the range and released the handle since the lookup: answer for
     // what the address holds now, not with the stale handle's 107000.
