@@ -84,7 +84,8 @@ allowed() {
             if [ "$inc" = runtime/runtime.h ] && in_list "$name" "$VMM_USES_RUNTIME"; then
                 return 0
             fi
-            echo "vmm includes base, observability and the driver interface only (the runtime only from the files listed in VMM_USES_RUNTIME, and that list may only shrink)" ;;
+            echo "vmm includes base, observability and the driver interface only" \
+                 "(runtime/runtime.h only from the files of VMM_USES_RUNTIME, a list that only shrinks)" ;;
         api)
             case "$tgt" in base|observability|runtime|vmm|api) return 0 ;; esac
             echo "api reaches the device through the core, not drivers/" ;;
@@ -168,7 +169,9 @@ while IFS= read -r rel; do
                 *) fail "$rel: a unit test lies in tests/unit/<layer>/ or tests/unit/drivers[/<backend>]/" ;;
             esac
             case "$sub" in
-                *_test.cpp) module_tested "$rel" "$dir" || fail "$rel: names no module of $(source_dir "$dir")/ (<module>_test.cpp or <module>_<aspect>_test.cpp)" ;;
+                *_test.cpp)
+                    module_tested "$rel" "$dir" ||
+                        fail "$rel: names no module of $(source_dir "$dir")/ (<module>_test.cpp or <module>_<aspect>_test.cpp)" ;;
                 *) fail "$rel: a unit test file is named <module>_test.cpp" ;;
             esac ;;
         *.h)
