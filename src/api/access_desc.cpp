@@ -2,7 +2,7 @@
 
 #include <cstring>
 
-#include "core/runtime.h"
+#include "runtime/runtime.h"
 
 namespace aclvmm::api {
 

@@ -2,8 +2,8 @@
 #pragma once
 
 #include "acl/acl.h"
-#include "core/address_space.h"
-#include "core/status.h"
+#include "base/status.h"
+#include "vmm/address_space.h"
 
 namespace aclvmm::api {
 

@@ -1,9 +1,9 @@
 #include "api/api_common.h"
 
 #include "api/error_message.h"
-#include "core/faults.h"
-#include "core/log.h"
-#include "core/runtime.h"
+#include "observability/log.h"
+#include "runtime/injection.h"
+#include "runtime/runtime.h"
 
 namespace aclvmm::api {
 
@@ -11,7 +11,7 @@ aclError enter(const char* api) {
   // Inside the barrier (api_guard.h): what the start throws becomes a code there.
   Status st = Runtime::get().start();
   if (!st.ok()) return fail(api, st.code(), st.message());
-  if (int code = faults_check(api)) {
+  if (int code = injection_check(api)) {
     return fail(api, code, "failure injected by ACLVMM_FAULTS / aclvmmInjectFault");
   }
   return ACL_SUCCESS;

@@ -1,8 +1,8 @@
 // Shared helpers of the C facade: entry checks, error recording and code conversion.
 //
 // Every exported function follows one shape (api_guard.h): the barrier opens with ACLVMM_API_ENTER
-// (runtime start-up and injected faults, ACLVMM_ENTRY), the ACL layer's own argument checks follow
-// (100000 on failure, as the vendor's ACL layer does), then one call into the core whose Status
+// (runtime start-up and injected failures, ACLVMM_ENTRY), the ACL layer's own argument checks
+// follow (100000 on failure, as the vendor's ACL layer does), then one call into the core whose Status
 // becomes the return code, and ACLVMM_API_EXIT closes the barrier. Every failure leaves a message
 // for aclGetRecentErrMsg on the calling thread and an ERROR line in the log.
 #pragma once
@@ -12,11 +12,11 @@
 
 #include "acl/acl.h"
 #include "api/api_guard.h"
-#include "core/status.h"
+#include "base/status.h"
 
 namespace aclvmm::api {
 
-// Starts the runtime if needed and applies fault injection; 0 means go on.
+// Starts the runtime if needed and applies failure injection; 0 means go on.
 aclError enter(const char* api);
 // Records and logs a failure of `api`; returns `code`. The log line names the caller's line.
 // Never throws: without memory for the message, the store keeps a fixed text for the code.
@@ -51,7 +51,7 @@ inline void* from_token(uint64_t t) { return reinterpret_cast<void*>(t); }
 
 }  // namespace aclvmm::api
 
-// Inside an open barrier: starts the runtime and applies injected faults (ACLVMM_API_ENTER does
+// Inside an open barrier: starts the runtime and applies injected failures (ACLVMM_API_ENTER does
 // this at once; a function whose first check must come before the start does it after).
 #define ACLVMM_ENTRY(name)                                \
   do {                                                    \

@@ -1,6 +1,6 @@
 // Contexts.
 #include "api/api_common.h"
-#include "core/runtime.h"
+#include "runtime/runtime.h"
 
 using namespace aclvmm;
 

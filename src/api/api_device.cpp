@@ -7,7 +7,7 @@
 #include <string>
 
 #include "api/api_common.h"
-#include "core/runtime.h"
+#include "runtime/runtime.h"
 
 using namespace aclvmm;
 

@@ -5,19 +5,19 @@
 #include <string>
 
 #include "api/api_common.h"
-#include "core/faults.h"
-#include "core/memory_ops.h"
-#include "core/runtime.h"
-#include "core/stats.h"
+#include "runtime/injection.h"
+#include "runtime/runtime.h"
+#include "runtime/stats_snapshot.h"
+#include "vmm/memory_ops.h"
 
 using namespace aclvmm;
 
-static_assert(ACLVMM_FAULT_THROW_BAD_ALLOC == kFaultThrowBadAlloc &&
-                  ACLVMM_FAULT_THROW_LENGTH_ERROR == kFaultThrowLengthError &&
-                  ACLVMM_FAULT_THROW_SYSTEM_ERROR == kFaultThrowSystemError &&
-                  ACLVMM_FAULT_THROW_RUNTIME_ERROR == kFaultThrowRuntimeError &&
-                  ACLVMM_FAULT_THROW_NON_STANDARD == kFaultThrowNonStandard,
-              "aclvmm.h names the throwing fault kinds of core/faults.h");
+static_assert(ACLVMM_FAULT_THROW_BAD_ALLOC == kInjectThrowBadAlloc &&
+                  ACLVMM_FAULT_THROW_LENGTH_ERROR == kInjectThrowLengthError &&
+                  ACLVMM_FAULT_THROW_SYSTEM_ERROR == kInjectThrowSystemError &&
+                  ACLVMM_FAULT_THROW_RUNTIME_ERROR == kInjectThrowRuntimeError &&
+                  ACLVMM_FAULT_THROW_NON_STANDARD == kInjectThrowNonStandard,
+              "aclvmm.h names the throwing injection kinds of runtime/injection.h");
 
 struct aclvmmKernelContext {
   Accessor who;
@@ -40,17 +40,17 @@ aclError aclvmmInjectFault(const char* name, uint32_t nth, aclError code) {
   ACLVMM_REQUIRE_NOT_NULL(api, name);
   if (nth != 0 && code == ACL_SUCCESS) return api::invalid(api, "code must be an error code, not 0");
   const bool backend_step = std::strncmp(name, "drv.", 4) == 0;
-  if (nth != 0 && code < 0 && (backend_step || !is_throw_fault(code))) {
+  if (nth != 0 && code < 0 && (backend_step || !is_throw_injection(code))) {
     return api::invalid(api, "a negative code must be an ACLVMM_FAULT_THROW_* kind, for an ACL function");
   }
-  faults_arm(name, nth, code);
+  injection_arm(name, nth, code);
   return ACL_SUCCESS;
   ACLVMM_API_EXIT();
 }
 
 uint32_t aclvmmFaultRemaining(const char* name) {
   ACLVMM_API_GUARD("aclvmmFaultRemaining");
-  return name ? faults_remaining(name) : 0;
+  return name ? injection_remaining(name) : 0;
   ACLVMM_API_EXIT_WITH(0u);
 }
 

@@ -8,19 +8,19 @@
 
 #include "api/api_common.h"
 #include "api/error_message.h"
-#include "core/faults.h"
+#include "runtime/injection.h"
 
 namespace aclvmm::api {
 
 void injected_throw(const char* api) {
-  switch (faults_check_throw(api)) {
+  switch (injection_check_throw(api)) {
     case 0: return;
-    case kFaultThrowBadAlloc: throw std::bad_alloc();
-    case kFaultThrowLengthError: throw std::length_error("injected by aclvmmInjectFault");
-    case kFaultThrowSystemError:
+    case kInjectThrowBadAlloc: throw std::bad_alloc();
+    case kInjectThrowLengthError: throw std::length_error("injected by aclvmmInjectFault");
+    case kInjectThrowSystemError:
       throw std::system_error(EAGAIN, std::generic_category(), "injected by aclvmmInjectFault");
-    case kFaultThrowRuntimeError: throw std::runtime_error("injected by aclvmmInjectFault");
-    default: throw kFaultThrowNonStandard;  // deliberately not a std::exception
+    case kInjectThrowRuntimeError: throw std::runtime_error("injected by aclvmmInjectFault");
+    default: throw kInjectThrowNonStandard;  // deliberately not a std::exception
   }
 }
 

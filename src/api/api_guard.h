@@ -5,7 +5,7 @@
 //
 //   aclError aclrtSomething(int32_t deviceId) {
 //     ACLVMM_API_ENTER("aclrtSomething");  // opens the barrier, starts the runtime, applies
-//                                          // injected faults (ACLVMM_ENTRY)
+//                                          // injected failures (ACLVMM_ENTRY)
 //     ...                                  // the ACL-layer checks and one call into the core
 //     ACLVMM_API_EXIT();                   // closes it: an exception becomes a code + message
 //   }
@@ -31,7 +31,8 @@
 
 namespace aclvmm::api {
 
-// Throws what a throwing fault rule armed for `api` asks for (core/faults.h); else nothing.
+// Throws what a throwing injection rule armed for `api` asks for (runtime/injection.h); else
+// nothing.
 void injected_throw(const char* api);
 // Only inside a catch handler: records and logs the exception in flight as a failure of `api`
 // and returns its code. Never throws.

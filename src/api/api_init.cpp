@@ -6,7 +6,7 @@
 
 #include "api/api_common.h"
 #include "api/error_message.h"
-#include "core/runtime.h"
+#include "runtime/runtime.h"
 
 using namespace aclvmm;
 

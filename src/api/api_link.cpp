@@ -5,9 +5,9 @@
 #include <vector>
 
 #include "api/api_common.h"
-#include "core/runtime.h"
-#include "core/stats.h"
-#include "core/vmm.h"
+#include "observability/stats.h"
+#include "runtime/runtime.h"
+#include "vmm/vmm.h"
 
 using namespace aclvmm;
 
@@ -34,12 +34,11 @@ std::optional<uint32_t> swap_route(uint64_t handle, uint32_t link) {
 // source block's handle, its route set to the selected link for this one mapping, then the
 // route and the reference restored.
 Status map_block(uint64_t dst, uint64_t size, uint64_t src, uint32_t link) {
-  auto handle = vmm::retain(src);
-  if (!handle.ok()) return handle.status();
-  const std::optional<uint32_t> route = swap_route(*handle, link);
-  Status st = vmm::map(dst, size, 0, *handle, false);
-  if (route) (void)swap_route(*handle, *route);
-  (void)vmm::free_physical(*handle);
+  ACLVMM_ASSIGN_OR_RETURN(const uint64_t handle, vmm::retain(src));
+  const std::optional<uint32_t> route = swap_route(handle, link);
+  Status st = vmm::map(dst, size, 0, handle, false);
+  if (route) (void)swap_route(handle, *route);
+  (void)vmm::free_physical(handle);
   return st;
 }
 

@@ -1,10 +1,10 @@
 // Managed (unified) memory: allocation, advice, attributes, prefetch (behavior.md section 10).
-// The ACL-layer and runtime checks are here; the migration model is core/managed.cpp.
+// The ACL-layer and runtime checks are here; the migration model is vmm/managed.cpp.
 #include "api/api_common.h"
 #include <vector>
 
-#include "core/log.h"
-#include "core/runtime.h"
+#include "observability/log.h"
+#include "runtime/runtime.h"
 
 using namespace aclvmm;
 
@@ -44,9 +44,9 @@ aclError check_window(const char* api, const void* ptr) {
 
 Status prefetch_on(aclrtStream stream, std::vector<std::pair<uint64_t, uint64_t>> ranges,
                    ManagedLocation where) {
-  auto s = Runtime::get().resolve_stream(api::token(stream));
-  if (!s.ok()) return s.status();
-  (*s)->enqueue([ranges = std::move(ranges), where] {
+  ACLVMM_ASSIGN_OR_RETURN(const std::shared_ptr<Stream> s,
+                          Runtime::get().resolve_stream(api::token(stream)));
+  s->enqueue([ranges = std::move(ranges), where] {
     for (const auto& [va, size] : ranges) {
       Status st = Runtime::get().managed().prefetch(va, size, where);
       // The vendor only logs driver-side prefetch failures; the call already succeeded.

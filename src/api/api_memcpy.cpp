@@ -1,7 +1,7 @@
 // aclrtMemcpy / aclrtMemset and their stream-ordered variants.
 #include "api/api_common.h"
-#include "core/memory_ops.h"
-#include "core/runtime.h"
+#include "runtime/runtime.h"
+#include "vmm/memory_ops.h"
 
 using namespace aclvmm;
 

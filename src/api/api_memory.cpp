@@ -1,6 +1,6 @@
 // aclrtMalloc / aclrtMallocHost and their frees.
 #include "api/api_common.h"
-#include "core/vmm.h"
+#include "vmm/vmm.h"
 
 using namespace aclvmm;
 

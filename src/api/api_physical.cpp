@@ -1,8 +1,8 @@
 // Physical memory handles: allocation, release, granularity, retain, properties.
 #include "api/api_common.h"
 #include "api/mem_attr.h"
-#include "core/runtime.h"
-#include "core/vmm.h"
+#include "runtime/runtime.h"
+#include "vmm/vmm.h"
 
 using namespace aclvmm;
 

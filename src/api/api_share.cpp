@@ -1,9 +1,9 @@
 // Sharing physical memory between processes: V1 and V2 shareable handles and the pid whitelist
-// (behavior.md section 7). The work is in core/share_service.cpp; this file does the ACL and
+// (behavior.md section 7). The work is in vmm/share_service.cpp; this file does the ACL and
 // runtime argument checks and converts between the V1 and V2 token forms.
 #include "api/api_common.h"
-#include "core/runtime.h"
-#include "core/share_token.h"
+#include "runtime/runtime.h"
+#include "vmm/share_token.h"
 
 using namespace aclvmm;
 

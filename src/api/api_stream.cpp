@@ -1,6 +1,6 @@
 // Streams.
 #include "api/api_common.h"
-#include "core/runtime.h"
+#include "runtime/runtime.h"
 
 using namespace aclvmm;
 

@@ -3,8 +3,8 @@
 
 #include "api/access_desc.h"
 #include "api/api_common.h"
-#include "core/runtime.h"
-#include "core/vmm.h"
+#include "runtime/runtime.h"
+#include "vmm/vmm.h"
 
 using namespace aclvmm;
 

@@ -7,7 +7,7 @@
 #include <ctime>
 #include <deque>
 
-#include "core/log.h"
+#include "observability/log.h"
 
 namespace aclvmm::api {
 namespace {

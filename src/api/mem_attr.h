@@ -4,8 +4,8 @@
 #pragma once
 
 #include "acl/acl.h"
-#include "core/physical.h"
-#include "core/product.h"
+#include "runtime/product.h"
+#include "vmm/physical.h"
 
 namespace aclvmm::api {
 

@@ -1,7 +1,7 @@
 // No exception leaves an exported function (src/api/api_guard.h): for every function the library
 // exports — the list is read from the loaded library itself, so a new export is covered at once —
-// and for every kind of exception, a throwing fault rule makes the function's barrier throw, and
-// the call must return the code of the one table (bad_alloc / length_error → 207001,
+// and for every kind of exception, a throwing injection rule makes the function's barrier throw,
+// and the call must return the code of the one table (bad_alloc / length_error → 207001,
 // system_error → 207005, anything else → 500000; the documented failure value for a function that
 // returns no aclError), leave a message naming the function, and not abort the process.
 // tests/abi/check_api_guard.sh proves the same shape statically.

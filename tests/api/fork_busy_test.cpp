@@ -112,10 +112,10 @@ TEST_F(ForkWhileBusy, ChildrenEndOrRestartWhileStreamsAndFaultsRun) {
 
 // Other threads hold the library's process-wide locks all the time: one starts and finalises the
 // runtime over and over (each start logs an INFO line: the log's locks, its sink's and the clock's;
-// and reloads the fault rules), one reads the fault rules. A child forked at any moment logs and
-// reads the rules itself without hanging. (Calls that fail also stamp their error message with
+// and reloads the injection rules), one reads the injection rules. A child forked at any moment
+// logs and reads the rules itself without hanging. (Calls that fail also stamp their error message with
 // the local time: docs/architecture.md, "fork", says what that needs.)
-TEST(ForkWhileLogging, ChildrenLogAndReadFaultRulesWhileTheParentDoes) {
+TEST(ForkWhileLogging, ChildrenLogAndReadInjectionRulesWhileTheParentDoes) {
   ScopedEnv level("ASCEND_GLOBAL_LOG_LEVEL", "1");
   std::atomic<bool> stop{false};
   std::atomic<int> cycles{0}, reads{0}, errors{0};

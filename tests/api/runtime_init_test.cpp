@@ -28,7 +28,7 @@ class RuntimeLifecycle : public ::testing::Test {
   ScopedEnv soc_{"ACLVMM_SOC", nullptr}, count_{"ACLVMM_DEVICE_COUNT", nullptr},
       mem_{"ACLVMM_DEVICE_MEMORY", nullptr}, vis_{"ASCEND_RT_VISIBLE_DEVICES", nullptr},
       access_{"ACLVMM_HOST_ACCESS", nullptr}, quirks_{"ACLVMM_QUIRKS", nullptr},
-      faults_{"ACLVMM_FAULTS", nullptr};
+      injections_{"ACLVMM_FAULTS", nullptr};
 };
 using RuntimeEnv = RuntimeLifecycle;
 

@@ -1,6 +1,6 @@
 // A minimal JSON reader for aclvmmStatsJson() and ACLVMM_STATS_FILE, plus the live counts: single
 // ones (integration tests) and a snapshot of all that must not move when a call fails
-// (robustness, faults, stats, concurrency tests).
+// (robustness, injection, stats, concurrency tests).
 #pragma once
 
 #include <gtest/gtest.h>

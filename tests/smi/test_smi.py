@@ -23,7 +23,7 @@ CHILD = os.environ.get("ACLVMM_SMI_CHILD", "smi_child")
 CHILD_NAME = "smi_child"  # comm of the child: its file name
 UID = os.getuid()
 
-# core/smi_layout.h, written independently here so that the test also checks the layout.
+# observability/smi_layout.h, written independently here so that the test also checks the layout.
 MAGIC, VERSION, SEGMENT_SIZE, MAX_DEVICES = 0x534D5641, 1, 128 + 64 * 64, 64
 
 

@@ -7,7 +7,7 @@
 #include <cstring>
 #include <string>
 
-#include "core/smi_layout.h"
+#include "observability/smi_layout.h"
 #include "render.h"
 #include "snapshot.h"
 

@@ -4,8 +4,8 @@
 #include <cstring>
 #include <memory>
 
-#include "core/smi_layout.h"
 #include "drivers/emu/stats_segment.h"
+#include "observability/smi_layout.h"
 
 namespace aclvmm::smi_tool {
 namespace {

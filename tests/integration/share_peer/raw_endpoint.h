@@ -1,7 +1,7 @@
 // The sharing wire spoken without the library: what a hostile client, a squatter or a fake
 // exporter sends and receives (share_security_test.cpp, share_hostile_*_test.cpp).
 //
-// The wire format of src/core/share_wire.h (docs/sharing.md §5): a request of 24 bytes, a reply of
+// The wire format of src/vmm/share_wire.h (docs/sharing.md §5): a request of 24 bytes, a reply of
 // 32 with the memory's descriptor attached on success, over the abstract unix socket that
 // drivers/emu/share_transport.cpp names after the share id. Replicated here on purpose: each test
 // that uses it has a control case proving the replica right, so its malformed variants are
@@ -43,7 +43,7 @@ struct WireReply {
 static_assert(sizeof(WireRequest) == 24 && sizeof(WireReply) == 32, "the wire layout");
 constexpr uint32_t kWireMagic = 0x4d4d5641, kWireImport = 1, kWireProbe = 2;
 
-// Share ids: bits 0-17 the exporter's pid, bits 18-31 its serial (src/core/share_token.h).
+// Share ids: bits 0-17 the exporter's pid, bits 18-31 its serial (src/vmm/share_token.h).
 inline uint32_t share_id_for(uint32_t pid, uint32_t serial) { return (serial << 18) | (pid & 0x3ffff); }
 
 inline socklen_t endpoint_address(uint32_t share_id, sockaddr_un* a) {

@@ -1,0 +1,53 @@
+// Configuration from the environment (emulation.md section 7), read when the runtime starts.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "runtime/product.h"
+
+namespace aclvmm {
+
+struct InjectionRule {
+  std::string api;
+  uint32_t nth = 0;
+  int code = 0;
+};
+
+// How the emulated devices are attached to the host (ACLVMM_INTERCONNECT). It decides what a
+// product offers where the documentation depends on the link: aclrtMemMapNoAccess over PCIe.
+enum class Interconnect { kHccs, kPcie };
+const char* interconnect_name(Interconnect link);
+
+struct Config {
+  Product product;
+  int device_count = 8;           // physical emulated devices
+  uint64_t device_memory = 0;     // bytes per device
+  bool host_access_open = false;  // ACLVMM_HOST_ACCESS=open
+  bool quirks_vendor = false;     // ACLVMM_QUIRKS=vendor
+  Interconnect interconnect = Interconnect::kHccs;
+  // ACLVMM_HOST_NUMA=off emulates a host without NUMA support, whatever the machine has.
+  bool host_numa = true;
+  std::vector<InjectionRule> injections;
+  std::string stats_file;
+  std::string trace_file;  // ACLVMM_TRACE_FILE: managed-memory events as Chrome trace JSON
+  std::string driver = "emu";
+  // User device id -> physical device id (ASCEND_RT_VISIBLE_DEVICES). A bad value does not fail
+  // start-up: as in CANN, the device queries fail and say why.
+  std::vector<int> visible;
+  std::string visible_error;
+};
+
+// Reads every variable; a malformed value is an error naming the variable and what it accepts.
+StatusOr<Config> load_config();
+
+// Parsers, exposed for their unit tests.
+bool parse_size(const std::string& text, uint64_t* out);  // "64G", "1024", "512M"
+StatusOr<std::vector<InjectionRule>> parse_injections(const std::string& text);
+// CANN rules: stop at the first non-digit token or out-of-range id; descending or repeated ids
+// and an empty result are errors.
+std::vector<int> parse_visible_devices(const std::string& text, int count, std::string* error);
+
+}  // namespace aclvmm

@@ -1,0 +1,512 @@
+#include "runtime/runtime.h"
+
+#include <pthread.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <new>
+#include <sstream>
+
+#include "base/json_check.h"
+#include "observability/log.h"
+#include "observability/trace.h"
+#include "runtime/injecting_backend.h"
+#include "runtime/injection.h"
+#include "runtime/smi_publisher.h"
+#include "runtime/stats_snapshot.h"
+
+namespace aclvmm {
+namespace {
+
+// The calling thread's current context (the vendor keeps it per thread too).
+thread_local std::shared_ptr<Context> t_context;
+
+// The process's runtime: replaced only in a forked child, by the fork handler, while the child
+// has a single thread.
+std::atomic<Runtime*> g_runtime{nullptr};
+// atexit handlers are inherited over fork: one registration serves every runtime of the image.
+std::atomic<bool> g_exit_registered{false};
+
+Context* live_context() {
+  Context* c = t_context.get();
+  return c && c->alive.load(std::memory_order_acquire) ? c : nullptr;
+}
+
+void at_exit() {
+  Runtime& rt = Runtime::get();
+  write_stats_file_at_exit();
+  rt.teardown("process exit without aclFinalize");
+  SmiPublisher::get().remove();
+}
+
+// A table's tag for the runtime `generation` forks below the first: the low byte names the table
+// (distinct for all three), the high byte counts forks, so no token a parent issued is ever a
+// token of its child's tables (until 256 nested forks).
+uint16_t fork_tag(uint16_t tag, uint32_t generation) {
+  return static_cast<uint16_t>((tag & 0xffu) | ((((tag >> 8) + generation) & 0xffu) << 8));
+}
+
+ShareService& process_sharing() {
+  static ShareService* service = new ShareService();  // never destroyed, like the runtime
+  return *service;
+}
+
+// Aborts streams taken out of the tables (after mu_ is released). A stream whose task is the
+// caller (exit() from a kernel) is kept alive: its worker's frames are still on this stack.
+void abort_streams(std::vector<std::shared_ptr<Stream>>& streams) {
+  for (auto& stream : streams) {
+    stream->abort();
+    if (Stream::running() == stream.get()) new std::shared_ptr<Stream>(stream);  // leaked on purpose
+  }
+  streams.clear();
+}
+
+}  // namespace
+
+Runtime::Runtime(uint32_t generation)
+    : generation_(generation),
+      physical_(fork_tag(0x7a11, generation)),
+      contexts_(fork_tag(0xc0c1, generation)),
+      streams_(fork_tag(0x57e4, generation)),
+      sharing_(process_sharing()) {}
+
+Runtime& Runtime::get() {
+  if (Runtime* rt = g_runtime.load(std::memory_order_acquire)) return *rt;
+  // Never destroyed: calls may come from late destructors.
+  static const bool created = [] {
+    g_runtime.store(new Runtime(0), std::memory_order_release);
+    pthread_atfork(&Runtime::fork_prepare, &Runtime::fork_parent, &Runtime::fork_child);
+    return true;
+  }();
+  (void)created;
+  return *g_runtime.load(std::memory_order_acquire);
+}
+
+void Runtime::replace_in_forked_child() {
+  Runtime* inherited = g_runtime.load(std::memory_order_relaxed);
+  if (!inherited) return;
+  // Its descriptor is the parent's: reading it would take the parent's faults.
+  if (inherited->backend_) inherited->backend_->fault_tracker().abandon();
+  Runtime* fresh = new Runtime(inherited->generation_ + 1);
+  fresh->inherited_ = inherited;
+  g_runtime.store(fresh, std::memory_order_release);
+  // The forking thread's current context is the parent's; every other thread is gone.
+  (void)new std::shared_ptr<Context>(std::move(t_context));  // leaked: the object is the parent's
+}
+
+void Runtime::release_inherited() {
+  for (Runtime* r = inherited_; r; r = r->inherited_) r->space_.release_inherited_claims();
+  inherited_ = nullptr;
+}
+
+Status Runtime::start() {
+  if (started_.load(std::memory_order_acquire)) return Status::Ok();
+  std::lock_guard<std::recursive_mutex> lock(mu_);
+  return start_locked();
+}
+
+Status Runtime::start_locked() {
+  if (started_.load()) return Status::Ok();
+  log::reconfigure();
+  ACLVMM_ASSIGN_OR_RETURN(Config cfg, load_config());
+  // Armed before the backend's first steps, so that ACLVMM_FAULTS reaches the window claims too.
+  injection_reset(cfg.injections);
+  if (!backend_) {
+    // A forked child's first start: the parent's windows go first, so that ours land where the
+    // vendor's are.
+    release_inherited();
+    // Always behind the failure-injection decorator: "drv.*" rules fail single backend steps.
+    backend_ = with_injection(drv::create_backend(cfg.driver));
+    if (!backend_) return Error(kAclInvalidParam, "no driver backend called " + cfg.driver);
+    Status claimed = space_.claim_windows(backend_.get());
+    if (!claimed.ok()) {
+      backend_.reset();  // the next start tries again from scratch
+      return claimed;
+    }
+    sharing_.attach(&backend_->share_transport());
+    managed_.attach(backend_.get(), space_.uvm_window(), space_.uvm_window_size());
+    if (!g_exit_registered.exchange(true)) std::atexit(at_exit);
+  }
+  config_ = std::move(cfg);
+  space_.set_host_access_open(config_.host_access_open);
+  devices_.assign(config_.device_count, Device{});
+  // Best effort: without a segment the pools simply have no mirror.
+  std::vector<UsageMirror> mirrors = SmiPublisher::get().publish(*backend_, config_);
+  {
+    std::lock_guard<std::mutex> pools_lock(pools_mu_);
+    pools_.clear();
+    for (size_t i = 0; i < devices_.size(); ++i) {
+      devices_[i].pool = std::make_shared<MemoryPool>(config_.device_memory, std::move(mirrors[i]));
+      pools_.push_back(devices_[i].pool);
+    }
+    host_pool_ = std::make_shared<MemoryPool>(backend_->host_memory_total());
+  }
+  trace::open(config_.trace_file);
+  started_.store(true, std::memory_order_release);
+  ACLVMM_LOG_INFO("RUNTIME", "started: soc {} ({}), {} device(s) of {} bytes, driver {}",
+                  config_.product.soc, config_.product.family_name(), config_.device_count,
+                  config_.device_memory, backend_->name());
+  return Status::Ok();
+}
+
+Status Runtime::init(const char* config_path) {
+  std::lock_guard<std::recursive_mutex> lock(mu_);
+  std::string content;
+  if (config_path) {
+    std::ifstream in(config_path);
+    if (!in) return Error(kAclInvalidFile, std::string("cannot read the config file ") + config_path);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    content = ss.str();
+  }
+  if (init_refs_ > 0) {
+    if (content != init_config_) {
+      return Error(kAclInvalidParam,
+                   "aclInit was already called with another configuration; call aclFinalize first");
+    }
+    ++init_refs_;
+    return Error(kAclRepeatInitialize, "aclInit was already called; the call is counted");
+  }
+  if (!content.empty()) {
+    std::string why;
+    if (!json_config_valid(content, &why)) {
+      return Error(kAclParseFile, std::string("the config file ") + config_path +
+                                                    " is not valid JSON: " + why);
+    }
+  }
+  ACLVMM_RETURN_IF_ERROR(start_locked());
+  init_config_ = content;
+  init_refs_ = 1;
+  return Status::Ok();
+}
+
+Status Runtime::finalize() {
+  // Finalising joins every stream's worker, the caller's own included.
+  if (Stream::running()) return Stream::refuse_from_task(Stream::kWouldDestroy);
+  std::unique_lock<std::recursive_mutex> lock(mu_);
+  if (init_refs_ == 0) {
+    return Error(kAclRepeatFinalize, "aclFinalize without a matching aclInit");
+  }
+  if (--init_refs_ > 0) return Status::Ok();
+  teardown_locked(lock, "aclFinalize");
+  return Status::Ok();
+}
+
+void Runtime::teardown(const char* why) {
+  std::unique_lock<std::recursive_mutex> lock(mu_);
+  teardown_locked(lock, why);
+}
+
+void Runtime::teardown_locked(std::unique_lock<std::recursive_mutex>& lock, const char* why) {
+  if (!started_.load() || tearing_down_) return;
+  tearing_down_ = true;  // a teardown racing this one (exit during aclFinalize) leaves it alone
+  // Exports end first so that no importer is served from memory being torn down.
+  if (size_t n = sharing_.live_exports()) {
+    ACLVMM_LOG_WARN("RUNTIME", "{}: ending {} export(s) still open", why, n);
+  }
+  sharing_.shutdown();
+  // Streams stop before any memory goes: their tasks may be using it. Their workers are joined
+  // with mu_ released, since a task may be calling back into the runtime and waiting for mu_;
+  // streams such a task creates meanwhile are taken by the next round.
+  for (auto streams = streams_.snapshot(); !streams.empty(); streams = streams_.snapshot()) {
+    std::vector<std::shared_ptr<Stream>> doomed;
+    for (auto& [token, stream] : streams) {
+      streams_.remove(token);
+      doomed.push_back(std::move(stream));
+    }
+    lock.unlock();
+    abort_streams(doomed);
+    lock.lock();
+  }
+  for (auto& [token, ctx] : contexts_.snapshot()) {
+    ctx->alive.store(false);
+    contexts_.remove(token);
+  }
+  for (auto& mask : peer_masks_) mask.store(0);
+  trace::flush();
+  for (const AddressRange& r : managed_.release_all()) {
+    ACLVMM_LOG_WARN("RUNTIME", "{}: releasing managed allocation of {} bytes at 0x{:x} created by "
+                    "aclrtMemAllocManaged", why, r.size, r.base);
+  }
+  for (auto& region : space_.clear()) {
+    const bool vmm = region->kind == RegionKind::kReservation ||
+                     region->kind == RegionKind::kNoUcReservation;
+    if (vmm) {
+      // One line per mapping, but a million leaked mappings must not flood the log.
+      constexpr size_t kListed = 64;
+      size_t n = 0;
+      for (const auto& [va, m] : region->mappings) {
+        if (n++ == kListed) break;
+        ACLVMM_LOG_WARN("RUNTIME", "{}: unmapping mapping of {} bytes at 0x{:x} created by {}", why,
+                        m.size, m.va, m.created_by);
+      }
+      if (region->mappings.size() > kListed) {
+        ACLVMM_LOG_WARN("RUNTIME", "{}: ... and {} more mapping(s) in the reservation at 0x{:x}", why,
+                        region->mappings.size() - kListed, region->base);
+      }
+    }
+    ACLVMM_LOG_WARN("RUNTIME", "{}: releasing {} of {} bytes at 0x{:x} created by {}", why,
+                    vmm ? "reservation" : "allocation", region->size, region->base,
+                    region->created_by);
+  }
+  for (auto& [token, phys] : physical_.snapshot()) {
+    ACLVMM_LOG_WARN("RUNTIME", "{}: releasing physical handle of {} bytes created by {}", why,
+                    phys->size, phys->created_by);
+    physical_.remove(token);
+  }
+  devices_.clear();
+  {
+    std::lock_guard<std::mutex> pools_lock(pools_mu_);
+    pools_.clear();
+  }
+  SmiPublisher::get().deactivate();
+  svm_ready_.store(false);
+  init_refs_ = 0;
+  init_config_.clear();
+  tearing_down_ = false;
+  started_.store(false);
+}
+
+StatusOr<int> Runtime::physical_device(int32_t user_id) const {
+  if (!config_.visible_error.empty()) return Error(ACL_ERROR_RT_INVALID_DEVICEID, config_.visible_error);
+  if (user_id < 0 || user_id >= visible_count()) {
+    return Error(ACL_ERROR_RT_INVALID_DEVICEID,
+                 "device id " + std::to_string(user_id) + " is out of range [0, " +
+                     std::to_string(visible_count()) + ")");
+  }
+  return config_.visible[user_id];
+}
+
+int Runtime::user_device(int physical_id) const {
+  for (size_t i = 0; i < config_.visible.size(); ++i) {
+    if (config_.visible[i] == physical_id) return static_cast<int>(i);
+  }
+  return physical_id;
+}
+
+std::shared_ptr<MemoryPool> Runtime::pool(int physical_id) const {
+  std::lock_guard<std::mutex> lock(pools_mu_);
+  if (physical_id < 0 || physical_id >= static_cast<int>(pools_.size())) return nullptr;
+  return pools_[physical_id];
+}
+
+std::shared_ptr<MemoryPool> Runtime::host_pool() const {
+  std::lock_guard<std::mutex> lock(pools_mu_);
+  return host_pool_;
+}
+
+Status Runtime::set_device(int32_t user_id) {
+  std::lock_guard<std::recursive_mutex> lock(mu_);
+  ACLVMM_ASSIGN_OR_RETURN(const int phys, physical_device(user_id));
+  Device& d = devices_[phys];
+  if (!contexts_.find(d.primary_context)) {
+    ACLVMM_ASSIGN_OR_RETURN(d.primary_context, create_context(phys, true));
+  }
+  ++d.open_count;
+  t_context = contexts_.find(d.primary_context);
+  svm_ready_.store(true);
+  return Status::Ok();
+}
+
+Status Runtime::reset_device(int32_t user_id, bool force) {
+  std::vector<std::shared_ptr<Stream>> doomed;
+  {
+    std::lock_guard<std::recursive_mutex> lock(mu_);
+    ACLVMM_ASSIGN_OR_RETURN(const int phys, physical_device(user_id));
+    Device& d = devices_[phys];
+    const int remaining = force || d.open_count <= 1 ? 0 : d.open_count - 1;
+    if (remaining == 0 && d.primary_context != 0 && Stream::running() &&
+        Stream::running()->context() == d.primary_context) {
+      return Stream::refuse_from_task(Stream::kWouldDestroy);
+    }
+    d.open_count = remaining;
+    if (d.open_count == 0 && d.primary_context != 0) {
+      doomed = destroy_context_locked(d.primary_context);
+      d.primary_context = 0;
+      peer_masks_[phys].store(0);
+    }
+  }
+  abort_streams(doomed);
+  return Status::Ok();
+}
+
+StatusOr<uint64_t> Runtime::current_context() const {
+  if (Context* c = live_context()) return c->token;
+  return Error(ACL_ERROR_RT_CONTEXT_NULL,
+               "the calling thread has no current context; call aclrtSetDevice or "
+               "aclrtSetCurrentContext first");
+}
+
+StatusOr<int> Runtime::current_device() const {
+  Context* ctx = live_context();
+  if (!ctx) {
+    return Error(ACL_ERROR_RT_CONTEXT_NULL,
+                 "the calling thread has no current device; call aclrtSetDevice first");
+  }
+  return ctx->device;
+}
+
+Accessor Runtime::accessor() const {
+  Accessor a;
+  Context* ctx = live_context();
+  if (!ctx) return a;
+  a.device = ctx->device;
+  a.peer_mask = peer_masks_[a.device].load(std::memory_order_relaxed);
+  return a;
+}
+
+Accessor Runtime::accessor_for(int physical_device) const {
+  Accessor a;
+  a.device = physical_device;
+  a.peer_mask = peer_masks_[physical_device].load(std::memory_order_relaxed);
+  return a;
+}
+
+StatusOr<uint64_t> Runtime::create_context(int physical_device, bool primary) {
+  std::lock_guard<std::recursive_mutex> lock(mu_);
+  auto ctx = std::make_shared<Context>();
+  ctx->device = physical_device;
+  ctx->primary = primary;
+  uint64_t token = contexts_.insert(ctx);
+  ctx->token = token;
+  svm_ready_.store(true);
+  if (!primary) t_context = ctx;
+  return token;
+}
+
+std::vector<std::shared_ptr<Stream>> Runtime::destroy_context_locked(uint64_t token) {
+  std::vector<std::shared_ptr<Stream>> doomed;
+  for (auto& [stoken, stream] : streams_.snapshot()) {
+    if (stream->context() == token) {
+      streams_.remove(stoken);
+      doomed.push_back(std::move(stream));
+    }
+  }
+  if (auto ctx = contexts_.remove(token)) ctx->alive.store(false, std::memory_order_release);
+  if (t_context && t_context->token == token) t_context.reset();
+  return doomed;
+}
+
+Status Runtime::destroy_context(uint64_t token) {
+  std::vector<std::shared_ptr<Stream>> doomed;
+  {
+    std::lock_guard<std::recursive_mutex> lock(mu_);
+    auto ctx = contexts_.find(token);
+    if (!ctx) return Error(ACL_ERROR_RT_PARAM_INVALID, "the context is not a live context");
+    if (ctx->primary) {
+      return Error(ACL_ERROR_RT_PARAM_INVALID,
+                   "the default context of a device is released by aclrtResetDevice, not "
+                   "aclrtDestroyContext");
+    }
+    if (Stream::running() && Stream::running()->context() == token) {
+      return Stream::refuse_from_task(Stream::kWouldDestroy);
+    }
+    doomed = destroy_context_locked(token);
+  }
+  abort_streams(doomed);
+  return Status::Ok();
+}
+
+Status Runtime::set_current_context(uint64_t token) {
+  auto ctx = contexts_.find(token);
+  if (!ctx) return Error(ACL_ERROR_RT_PARAM_INVALID, "the context is not a live context");
+  t_context = std::move(ctx);
+  return Status::Ok();
+}
+
+StatusOr<std::shared_ptr<Stream>> Runtime::new_stream(const std::shared_ptr<Context>& ctx) {
+  // The worker runs with the stream's context current, so that a task's own calls (a kernel
+  // copying, allocating or launching more work) act for the stream's device.
+  ACLVMM_ASSIGN_OR_RETURN(std::shared_ptr<Stream> stream,
+                          Stream::create(ctx->device, ctx->token, [ctx] { t_context = ctx; }));
+  uint64_t token = 0;
+  try {
+    token = streams_.insert(stream);
+  } catch (const std::bad_alloc&) {
+    token = 0;
+  }
+  if (token == 0) {
+    stream->abort();  // rollback: the worker goes with the stream
+    return Error(ACL_ERROR_RT_NO_STREAM_RESOURCE, "no stream can be created: the stream table is full "
+                                                  "or out of memory");
+  }
+  stream->set_token(token);
+  return stream;
+}
+
+StatusOr<uint64_t> Runtime::create_stream() {
+  ACLVMM_ASSIGN_OR_RETURN(const uint64_t ctx_token, current_context());
+  auto ctx = contexts_.find(ctx_token);
+  if (!ctx) return Error(ACL_ERROR_RT_CONTEXT_NULL, "the current context was destroyed");
+  ACLVMM_ASSIGN_OR_RETURN(std::shared_ptr<Stream> stream, new_stream(ctx));
+  return stream->token();
+}
+
+Status Runtime::destroy_stream(uint64_t token, bool force) {
+  auto stream = streams_.find(token);
+  if (!stream) return Error(ACL_ERROR_RT_PARAM_INVALID, "the stream is not a live stream");
+  // From a task: waiting for any stream, or joining the caller's own worker, would deadlock.
+  if (const Stream* running = Stream::running(); running && (!force || running == stream.get())) {
+    return Stream::refuse_from_task(force ? Stream::kWouldDestroy : Stream::kWouldWait);
+  }
+  {
+    std::lock_guard<std::recursive_mutex> lock(mu_);
+    auto ctx = contexts_.find(stream->context());
+    if (ctx && ctx->default_stream == token) {
+      return Error(ACL_ERROR_RT_PARAM_INVALID, "the default stream cannot be destroyed");
+    }
+  }
+  if (!force) (void)stream->synchronize();
+  stream->abort();
+  streams_.remove(token);
+  return Status::Ok();
+}
+
+StatusOr<std::shared_ptr<Stream>> Runtime::resolve_stream(uint64_t token) {
+  if (token != 0) {
+    auto stream = streams_.find(token);
+    if (!stream) return Error(ACL_ERROR_RT_PARAM_INVALID, "the stream is not a live stream");
+    return stream;
+  }
+  ACLVMM_ASSIGN_OR_RETURN(const uint64_t ctx_token, current_context());
+  std::lock_guard<std::recursive_mutex> lock(mu_);
+  auto ctx = contexts_.find(ctx_token);
+  if (!ctx) return Error(ACL_ERROR_RT_CONTEXT_NULL, "the current context was destroyed");
+  auto stream = streams_.find(ctx->default_stream);
+  if (!stream) {
+    ACLVMM_ASSIGN_OR_RETURN(stream, new_stream(ctx));
+    ctx->default_stream = stream->token();
+  }
+  return stream;
+}
+
+Status Runtime::synchronize_device() {
+  if (Stream::running()) return Stream::refuse_from_task(Stream::kWouldWait);
+  ACLVMM_ASSIGN_OR_RETURN(const int dev, current_device());
+  Status first;
+  for (auto& [token, stream] : streams_.snapshot()) {
+    if (stream->device() != dev) continue;
+    Status st = stream->synchronize();
+    if (!st.ok() && first.ok()) first = st;
+  }
+  return first;
+}
+
+Status Runtime::enable_peer(int peer_physical, bool enable) {
+  ACLVMM_ASSIGN_OR_RETURN(const int dev, current_device());
+  uint64_t bit = 1ull << peer_physical;
+  if (enable) {
+    peer_masks_[dev].fetch_or(bit);
+  } else {
+    peer_masks_[dev].fetch_and(~bit);
+  }
+  return Status::Ok();
+}
+
+void Runtime::enable_peer_pair(int a, int b) {
+  if (a < 0 || b < 0 || a >= kMaxDevices || b >= kMaxDevices) return;
+  peer_masks_[a].fetch_or(1ull << b);
+  peer_masks_[b].fetch_or(1ull << a);
+}
+
+}  // namespace aclvmm

@@ -1,0 +1,158 @@
+// Runtime: the process-wide state behind the ACL calls and its lifetime (aclInit .. aclFinalize).
+//
+// The object lives for the whole process (never destroyed, so no static-destruction order issue
+// can bite a late call). It starts lazily on the first call that needs it (CANN runtime calls
+// work without aclInit) and is torn down by the last aclFinalize or at process exit, releasing
+// and reporting whatever the application still held.
+//
+// fork(): the child gets a new, not started Runtime (runtime_fork.cpp). The parent's object is
+// abandoned there as it was: never joined, freed, unlocked or destroyed, because its threads and
+// the holders of its locks exist only in the parent, and releasing its memory would return
+// charges into the parent's shared statistics. Handles the child inherited are unknown to the
+// new object (its tables stamp another tag); its first start releases the address ranges the
+// parent had claimed and claims the windows afresh.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "base/handle_table.h"
+#include "base/status.h"
+#include "drivers/driver.h"
+#include "runtime/config.h"
+#include "runtime/stream.h"
+#include "vmm/address_space.h"
+#include "vmm/managed.h"
+#include "vmm/physical.h"
+#include "vmm/share_service.h"
+
+namespace aclvmm {
+
+struct Context {
+  int device = 0;          // physical device id
+  bool primary = false;
+  uint64_t token = 0;
+  uint64_t default_stream = 0;
+  // Cleared when the context is destroyed, so a thread's cached current context is checked
+  // without a table lookup on every data-path call.
+  std::atomic<bool> alive{true};
+};
+
+struct Device {
+  std::shared_ptr<MemoryPool> pool;
+  int open_count = 0;         // aclrtSetDevice references
+  uint64_t primary_context = 0;
+};
+
+inline constexpr int kMaxDevices = 64;
+
+class Runtime {
+ public:
+  static Runtime& get();
+
+  // Reads the configuration and claims the address windows once; cheap when already started.
+  Status start();
+  Status init(const char* config_path);
+  Status finalize();
+  // Releases everything still held, reporting each leak (finalize and process exit).
+  void teardown(const char* why);
+
+  const Config& config() const { return config_; }
+  drv::Backend& backend() { return *backend_; }
+  AddressSpace& space() { return space_; }
+  HandleTable<PhysicalAllocation>& physical() { return physical_; }
+  HandleTable<Context>& contexts() { return contexts_; }
+  HandleTable<Stream>& streams() { return streams_; }
+  ShareService& sharing() { return sharing_; }
+  ManagedMemory& managed() { return managed_; }
+  bool quirks() const { return config_.quirks_vendor; }
+
+  // Devices. User ids are what the application sees (after ASCEND_RT_VISIBLE_DEVICES); physical
+  // ids index the emulated devices.
+  int visible_count() const { return static_cast<int>(config_.visible.size()); }
+  StatusOr<int> physical_device(int32_t user_id) const;
+  int user_device(int physical_id) const;
+  std::shared_ptr<MemoryPool> pool(int physical_id) const;
+  // Host memory handed out as physical or pinned memory, bounded by the machine's memory.
+  std::shared_ptr<MemoryPool> host_pool() const;
+  Status set_device(int32_t user_id);
+  Status reset_device(int32_t user_id, bool force);
+  // The calling thread's current context and its device; 107002 when there is none.
+  StatusOr<uint64_t> current_context() const;
+  StatusOr<int> current_device() const;
+  Accessor accessor() const;
+  // The executing-device view of work queued on a stream of `physical_device`.
+  Accessor accessor_for(int physical_device) const;
+  // True once any device has been opened (the driver's per-process SVM state exists).
+  bool svm_ready() const { return svm_ready_.load(); }
+
+  // Contexts and streams.
+  StatusOr<uint64_t> create_context(int physical_device, bool primary);
+  Status destroy_context(uint64_t token);
+  Status set_current_context(uint64_t token);
+  StatusOr<uint64_t> create_stream();
+  Status destroy_stream(uint64_t token, bool force);
+  // The stream a call names: NULL means the current context's default stream.
+  StatusOr<std::shared_ptr<Stream>> resolve_stream(uint64_t token);
+  Status synchronize_device();
+
+  Status enable_peer(int peer_physical, bool enable);
+  // Opens peer access between two devices in both directions (import onto another device).
+  void enable_peer_pair(int a, int b);
+
+ private:
+  // fork() handlers (runtime_fork.cpp, which documents the lock order): registered once, with
+  // the first Runtime.
+  static void fork_prepare();
+  static void fork_parent();
+  static void fork_child();
+
+  // `generation`: how many forks lie between this object and the process's first one.
+  explicit Runtime(uint32_t generation);
+  Status start_locked();
+  // Gives back the address ranges the runtimes this process inherited over fork had claimed.
+  void release_inherited();
+  void teardown_locked(std::unique_lock<std::recursive_mutex>& lock, const char* why);
+  // Removes the context and returns its streams, which the caller aborts once mu_ is released: a
+  // task of such a stream may be waiting for mu_ (calling back into the runtime), and joining its
+  // worker under mu_ would deadlock.
+  std::vector<std::shared_ptr<Stream>> destroy_context_locked(uint64_t token);
+  // A stream of `ctx` with its worker, entered in the table (207008 when that cannot be done).
+  StatusOr<std::shared_ptr<Stream>> new_stream(const std::shared_ptr<Context>& ctx);
+  // The fork child handler's work: the child's runtime becomes a new, not started one.
+  static void replace_in_forked_child();
+
+  const uint32_t generation_;
+  // The runtime this one replaced in a forked child, whose claims its first start releases.
+  Runtime* inherited_ = nullptr;
+  mutable std::recursive_mutex mu_;  // lifetime, devices, contexts (not on data paths)
+  std::atomic<bool> started_{false};
+  bool tearing_down_ = false;  // under mu_ (which a teardown releases while it joins streams)
+  std::atomic<bool> svm_ready_{false};
+  int init_refs_ = 0;
+  std::string init_config_;
+  Config config_;
+  std::unique_ptr<drv::Backend> backend_;
+  std::vector<Device> devices_;
+  // Capacity pools are read by stream workers and the fault thread, which teardown joins while
+  // holding mu_: they have their own lock so that join cannot deadlock.
+  mutable std::mutex pools_mu_;
+  std::vector<std::shared_ptr<MemoryPool>> pools_;
+  std::shared_ptr<MemoryPool> host_pool_;
+  // Peer access per device: read on every copy, so kept lock-free.
+  std::array<std::atomic<uint64_t>, kMaxDevices> peer_masks_{};
+  AddressSpace space_;
+  HandleTable<PhysicalAllocation> physical_;
+  HandleTable<Context> contexts_;
+  HandleTable<Stream> streams_;
+  // One per process image: its own fork handler refers to it, so a child keeps using it.
+  ShareService& sharing_;
+  ManagedMemory managed_;
+};
+
+}  // namespace aclvmm

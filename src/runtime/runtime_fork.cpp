@@ -1,0 +1,56 @@
+// fork(): what a child inherits from the runtime (docs/architecture.md, "fork").
+//
+// As with CUDA and the vendor's runtime, a child inherits no usable runtime state: no contexts,
+// streams, handles, reservations, exports or imports. It can always exit (exit(), return from
+// main, aclFinalize), and any call starts the runtime afresh, with its configuration read again.
+// The child handler therefore abandons the parent's Runtime object as it stands and installs a new
+// one that is not started. Nothing inherited is joined (its threads exist only in the parent),
+// freed (its charges would go back into the parent's shared statistics, its memory is the
+// parent's), unlocked or destroyed (its locks may be held by threads of the parent's). The address
+// ranges it had claimed stay mapped in the child (what the child reads through them is what it
+// inherited) until the new runtime's first start releases them and claims the windows again.
+//
+// Lock order over fork. pthread_atfork runs prepare handlers in reverse order of registration and
+// the others in order of registration. ShareService registers its own handler at the runtime's
+// first start, after this one (registered with the first Runtime), so before fork:
+//   1. ShareService's lock (its handler: the child must not keep the parent's endpoints);
+//   2. the address space's record of its claims (windows, no-UC reservations), so that the child
+//      finds it whole: the new runtime's first start releases what it lists;
+//   3. the leaf locks, in this order: failure injection, the trace, the log and its clock. Code
+//      takes them under the locks above (a backend step claiming a range checks its injection
+//      rules, window claims and the listener log), never the other way round, and takes nothing
+//      under them.
+// Runtime::mu_, the region tree and the tables' locks are not taken: the child never uses them
+// (reader-writer locks could not even be released there: the thread's id changed).
+// After fork both processes release all of them (plain mutexes, released by the thread that took
+// them); then the child gets its new runtime. ShareService's child handler runs after this one.
+#include "observability/log.h"
+#include "observability/trace.h"
+#include "runtime/injection.h"
+#include "runtime/runtime.h"
+
+namespace aclvmm {
+
+void Runtime::fork_prepare() {
+  get().space_.lock_for_fork();
+  injection_hold_for_fork();
+  trace::hold_for_fork();
+  log::hold_for_fork();
+}
+
+void Runtime::fork_parent() {
+  log::release_after_fork(false);
+  trace::release_after_fork();
+  injection_release_after_fork();
+  get().space_.unlock_after_fork();
+}
+
+void Runtime::fork_child() {
+  log::release_after_fork(true);
+  trace::release_after_fork();
+  injection_release_after_fork();
+  get().space_.unlock_after_fork();
+  replace_in_forked_child();
+}
+
+}  // namespace aclvmm

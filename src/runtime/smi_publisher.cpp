@@ -1,0 +1,104 @@
+#include "runtime/smi_publisher.h"
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+#include "observability/log.h"
+#include "observability/smi_layout.h"
+
+namespace aclvmm {
+namespace {
+
+void copy_text(char* dst, size_t cap, const std::string& src) {
+  const size_t n = src.size() < cap - 1 ? src.size() : cap - 1;
+  std::memcpy(dst, src.data(), n);
+  dst[n] = '\0';
+}
+
+smi::Segment* layout(drv::StatsSegment& seg) { return static_cast<smi::Segment*>(seg.data()); }
+
+}  // namespace
+
+SmiPublisher& SmiPublisher::get() {
+  static SmiPublisher* p = new SmiPublisher();  // never destroyed, like the Runtime
+  return *p;
+}
+
+void SmiPublisher::warn_once(const std::string& what) {
+  if (warned_) return;
+  warned_ = true;
+  ACLVMM_LOG_WARN("RUNTIME", "aclvmm-smi will not show this process: {}", what);
+}
+
+bool SmiPublisher::own_segment() {
+  if (segment_ && segment_->owner().pid != static_cast<int>(getpid())) {
+    segment_.reset();  // the parent's: its pools keep it mapped, this process makes its own
+    tried_ = false;
+    warned_ = false;
+  }
+  return segment_ != nullptr;
+}
+
+std::vector<UsageMirror> SmiPublisher::publish(drv::Backend& backend, const Config& config) {
+  std::vector<UsageMirror> mirrors(static_cast<size_t>(config.device_count));
+  if (!own_segment() && !tried_) {
+    tried_ = true;
+    const char* env = std::getenv(smi::kDirEnv);
+    const std::string dir = env && *env ? env : smi::kDefaultDir;
+    if (dir == "none") return mirrors;
+    std::shared_ptr<drv::StatsSegment> seg;
+    int rc = backend.create_stats_segment(dir, smi::kPrefix, sizeof(smi::Segment), &seg);
+    if (rc != 0) {
+      warn_once("cannot create its statistics segment in " + dir + ": " + std::strerror(-rc));
+      return mirrors;
+    }
+    // Still unnamed to readers (Backend::create_stats_segment): the fixed part is written once.
+    smi::Segment* s = new (seg->data()) smi::Segment();
+    const drv::StatsOwner& owner = seg->owner();
+    s->magic = smi::kMagic;
+    s->version = smi::kVersion;
+    s->size = sizeof(smi::Segment);
+    s->pid = owner.pid;
+    s->start_time = owner.start_time;
+    s->uid = owner.uid;
+    s->pid_namespace = owner.pid_namespace;
+    copy_text(s->name, sizeof(s->name), owner.name);
+    rc = seg->publish();
+    if (rc != 0) {
+      warn_once("cannot publish " + seg->path() + ": " + std::strerror(-rc));
+      return mirrors;
+    }
+    segment_ = std::move(seg);
+    ACLVMM_LOG_INFO("RUNTIME", "statistics for aclvmm-smi in {}", segment_->path());
+  }
+  if (!segment_) return mirrors;
+  if (config.device_count > smi::kMaxDevices) {
+    warn_once("more devices than the segment holds");
+    return mirrors;
+  }
+  // What may change between starts (the environment is read again). The segment is inactive
+  // here, so a monitor that reads it half-written does not list it.
+  smi::Segment* s = layout(*segment_);
+  s->device_count = config.device_count;
+  copy_text(s->soc, sizeof(s->soc), config.product.soc);
+  for (int i = 0; i < config.device_count; ++i) {
+    s->devices[i].total = config.device_memory;
+    mirrors[i].keep = segment_;
+    mirrors[i].used = &s->devices[i].used;
+  }
+  s->active.store(1, std::memory_order_release);
+  return mirrors;
+}
+
+void SmiPublisher::deactivate() {
+  if (own_segment()) layout(*segment_)->active.store(0, std::memory_order_release);
+}
+
+void SmiPublisher::remove() {
+  if (own_segment()) segment_->withdraw();
+}
+
+}  // namespace aclvmm

@@ -1,0 +1,66 @@
+// SmiPublisher: this process's statistics segment for aclvmm-smi (docs/smi.md).
+//
+// The first runtime start creates <ACLVMM_SMI_DIR or /dev/shm>/aclvmm.<uid>.<pid>
+// (observability/smi_layout.h) through the backend; every start hands each device's MemoryPool a
+// UsageMirror, a counter inside the mapped segment that the pool adds to and subtracts from
+// together with its own count, and marks the segment active. Teardown marks it inactive (the
+// monitor stops listing the process); process exit removes the file. A process that dies without
+// running its exit handlers leaves the file behind; monitors recognise it by the pid being gone or
+// having another start time.
+//
+// Why the pools write through instead of a periodic snapshot: the update is one relaxed atomic
+// add on a cache line only that device's charges touch, with no system call, while a snapshot
+// needs a thread in every process and shows stale numbers in between.
+//
+// Why one segment for the whole process rather than one per runtime start: a pool that outlives
+// teardown (memory still held by a late task) keeps adding to and subtracting from the same
+// counters, so they keep meaning "what this process holds", and aclFinalize/aclInit cycles do not
+// replace the file and its mapping each time. The counters are never reset: every charge is
+// paired with its uncharge, whichever pool generation made it.
+//
+// Publishing is best effort: a failure logs one WARNING per process and the application goes on.
+// The file is created so that no other user's file is ever adopted or replaced, and only in a
+// directory nobody else can rearrange (drivers/emu/stats_segment.h).
+//
+// Fork: the child's copy of the mapping becomes private at the fork (the driver's atfork
+// handler), so pools the child inherited never count into the parent's file; the child drops
+// the inherited segment at its first use here (own_segment) and publishes its own at its next
+// runtime start. Only the creating process deactivates or removes a file.
+// Called only under the runtime's lifetime lock (and at exit).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "drivers/driver.h"
+#include "runtime/config.h"
+#include "vmm/physical.h"
+
+namespace aclvmm {
+
+class SmiPublisher {
+ public:
+  static SmiPublisher& get();
+
+  // At a runtime start: creates the segment the first time, (re)writes its header for `config` and
+  // marks it active. Returns one mirror per device of `config` (empty ones when nothing is
+  // published).
+  std::vector<UsageMirror> publish(drv::Backend& backend, const Config& config);
+  // At teardown: the process is no longer listed.
+  void deactivate();
+  // At process exit: removes the file.
+  void remove();
+
+ private:
+  SmiPublisher() = default;
+  void warn_once(const std::string& what);
+  // The segment, unless it was inherited over fork (then it is the parent's and is dropped).
+  bool own_segment();
+
+  std::shared_ptr<drv::StatsSegment> segment_;
+  bool tried_ = false;  // the directory is read at the first start only
+  bool warned_ = false;
+};
+
+}  // namespace aclvmm

@@ -1,0 +1,70 @@
+#include "runtime/stats_snapshot.h"
+
+#include <cstdio>
+
+#include "observability/log.h"
+#include "observability/stats.h"
+#include "runtime/runtime.h"
+
+namespace aclvmm {
+namespace {
+
+std::string quoted(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out + "\"";
+}
+
+}  // namespace
+
+std::string stats_json(bool start) {
+  Runtime& rt = Runtime::get();
+  if (start) (void)rt.start();
+  const Config& cfg = rt.config();
+  std::string devices;
+  for (int i = 0; i < cfg.device_count; ++i) {
+    auto pool = rt.pool(i);
+    if (!pool) continue;
+    devices += fmt::format("{}{{\"id\": {}, \"memory_total\": {}, \"memory_used\": {}}}",
+                           devices.empty() ? "" : ", ", i, pool->total(), pool->used());
+  }
+  AddressSpace& space = rt.space();
+  return fmt::format(
+      "{{\"soc\": {}, \"family\": {}, \"driver\": {}, \"interconnect\": {}, \"links\": {}, "
+      "\"devices\": [{}], "
+      "\"live\": {{\"physical_handles\": {}, \"reservations\": {}, \"mappings\": {}, "
+      "\"exports\": {}, \"imports\": {}, \"managed_allocations\": {}, \"device_allocations\": {}, "
+      "\"host_allocations\": {}}}, "
+      "\"managed\": {}, "
+      "\"ipc\": {{\"imports_denied\": {}, \"listener_wakeups\": {}, \"listener_timeouts\": {}, "
+      "\"connections_dropped\": {}, \"impostors_refused\": {}, \"replies_refused\": {}}}}}",
+      quoted(cfg.product.soc), quoted(cfg.product.family_name()), quoted(cfg.driver),
+      quoted(interconnect_name(cfg.interconnect)), links_json(), devices,
+      rt.physical().size(),
+      space.region_count(RegionKind::kReservation) + space.region_count(RegionKind::kNoUcReservation),
+      space.mapping_count(), rt.sharing().live_exports(), rt.sharing().live_imports(),
+      rt.managed().live(), space.region_count(RegionKind::kDeviceMalloc),
+      space.region_count(RegionKind::kHostPinned), rt.managed().stats_json(), rt.sharing().denied(),
+      rt.sharing().listener_wakeups(), rt.sharing().listener_timeouts(),
+      rt.sharing().connections_dropped(), rt.sharing().impostors_refused(),
+      rt.sharing().replies_refused());
+}
+
+void write_stats_file_at_exit() {
+  const std::string& path = Runtime::get().config().stats_file;
+  if (path.empty()) return;
+  std::string json = stats_json(false);
+  FILE* f = fopen(path.c_str(), "w");
+  if (!f) {
+    ACLVMM_LOG_ERROR("RUNTIME", "cannot write the statistics file {}", path);
+    return;
+  }
+  fputs(json.c_str(), f);
+  fputc('\n', f);
+  fclose(f);
+}
+
+}  // namespace aclvmm

@@ -1,0 +1,213 @@
+// AddressSpace: the emulated device MMU of one process.
+//
+// Virtual windows are claimed once (emulation.md section 3). Inside them live Regions (VMM
+// reservations, aclrtMalloc and aclrtMallocHost allocations), kept in a tree by base address; each
+// Region keeps its Mappings in a tree by start address. Every lookup is two O(log n) tree searches
+// under shared locks that are dropped before any data moves. Two levels of ReadMostlyMutex:
+// the region tree's (exclusive only to add or remove a region) and each region's own (exclusive
+// only to change its mappings). So queries and copies on different threads never write a shared
+// cache line, and map/unmap on different reservations run in parallel.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <shared_mutex>
+#include <vector>
+
+#include "base/read_mostly_mutex.h"
+#include "base/status.h"
+#include "drivers/driver.h"
+#include "vmm/chunk_index.h"
+#include "vmm/physical.h"
+#include "vmm/va_allocator.h"
+
+namespace aclvmm {
+
+inline constexpr uint64_t kMiB = 1ull << 20;
+inline constexpr uint64_t kGiB = 1ull << 30;
+inline constexpr uint64_t kTiB = 1ull << 40;
+inline constexpr uint64_t kChunk = 2 * kMiB;  // the device's mapping granule
+
+// Access flags of one mapping for every location: ACL values 0 (none), 1 (read), 3 (read-write).
+// One bit per device: the runtime has at most kMaxDevices; an id outside the masks has no access
+// and cannot be granted any (a shift by 64 or more would be undefined).
+struct AccessRights {
+  static constexpr int kMaxDevices = 64;
+  uint8_t host = 0;
+  uint64_t dev_read = 0;
+  uint64_t dev_write = 0;
+  int device(int d) const {
+    if (d < 0 || d >= kMaxDevices) return 0;
+    return ((dev_read >> d) & 1) ? (((dev_write >> d) & 1) ? 3 : 1) : 0;
+  }
+  void set_device(int d, int flags) {
+    if (d < 0 || d >= kMaxDevices) return;
+    uint64_t bit = 1ull << d;
+    dev_read = (flags & 1) ? (dev_read | bit) : (dev_read & ~bit);
+    dev_write = (flags == 3) ? (dev_write | bit) : (dev_write & ~bit);
+  }
+};
+
+struct AccessChange {
+  bool host = false;
+  int device = 0;  // physical device id when !host
+  int flags = 0;
+};
+
+struct Mapping {
+  uint64_t va = 0;
+  uint64_t size = 0;
+  uint64_t handle = 0;  // the token that was mapped (Retain gives the same value back)
+  std::shared_ptr<PhysicalAllocation> phys;
+  AccessRights access;
+  drv::CpuAccess cpu = drv::CpuAccess::kNone;  // what the kernel mapping at va allows
+  const char* created_by = "";
+};
+
+enum class RegionKind { kReservation, kNoUcReservation, kDeviceMalloc, kHostPinned };
+
+struct Region {
+  RegionKind kind = RegionKind::kReservation;
+  uint64_t base = 0;
+  uint64_t size = 0;      // what the caller may use (rounded)
+  uint64_t span = 0;      // virtual range taken from the window
+  uint64_t requested = 0; // what the caller asked for
+  bool bound = false;     // a reservation's location is fixed by its first mapping
+  Side bound_side = Side::kDevice;
+  int bound_device = 0;
+  int device = -1;        // aclrtMalloc: the owning physical device
+  uint32_t page_size = 0; // aclrtMalloc / aclrtMallocHost: page size reported by queries
+  const char* created_by = "";
+  // Guards `mappings` and `bound*` (the fields above never change after creation). Map and
+  // unmap on different reservations therefore never wait for each other.
+  mutable ReadMostlyMutex mu;
+  std::map<uint64_t, Mapping> mappings;
+};
+
+// The lock of r's mappings, or no lock when r is null (the caller then only reports an error).
+inline std::unique_lock<ReadMostlyMutex> write_mappings(Region* r) {
+  return r ? std::unique_lock<ReadMostlyMutex>(r->mu) : std::unique_lock<ReadMostlyMutex>();
+}
+inline std::shared_lock<ReadMostlyMutex> read_mappings(const Region* r) {
+  return r ? std::shared_lock<ReadMostlyMutex>(r->mu) : std::shared_lock<ReadMostlyMutex>();
+}
+
+// Who executes a device operation: a physical device and the devices it reaches by peer access.
+struct Accessor {
+  int device = -1;          // -1: no current context
+  uint64_t peer_mask = 0;
+};
+
+struct Segment {
+  std::shared_ptr<drv::PhysicalMemory> memory;
+  uint64_t offset = 0;
+  uint64_t length = 0;
+};
+
+// How a device operation reaches [va, va+n): CPU memory (a plain pointer) or physical segments.
+struct Translation {
+  bool cpu = true;
+  std::vector<Segment> segments;
+};
+
+struct PointerInfo {
+  enum Kind { kDevice, kHost, kUnregistered, kManaged } kind = kUnregistered;
+  int device = 0;           // physical device id for kDevice
+  uint32_t page_size = 0;
+};
+
+struct AddressRange {
+  uint64_t base = 0;
+  uint64_t size = 0;
+};
+
+class AddressSpace {
+ public:
+  // Claims the windows (once per object; later calls are no-ops). The process keeps one
+  // AddressSpace for its lifetime, so the windows are never given back.
+  Status claim_windows(drv::Backend* backend);
+  // ACLVMM_HOST_ACCESS=open: every device mapping is also mapped for the CPU.
+  void set_host_access_open(bool open) { cpu_open_ = open; }
+  // Drops every region and mapping (finalize); returns them so the caller can report leaks.
+  std::vector<std::unique_ptr<Region>> clear();
+
+  // fork(): what this object claimed from the process's address space (the windows and the no-UC
+  // reservations) is recorded under claims_mu_, which the runtime's prepare handler holds across
+  // fork, so that a child finds the record whole; both processes release it after fork.
+  void lock_for_fork() { claims_mu_.lock(); }
+  void unlock_after_fork() { claims_mu_.unlock(); }
+  // In a forked child, on the address space it inherited: gives back every window and no-UC
+  // reservation it claimed, and with them every mapping inside, as the child's own address space
+  // has them. No Region is touched or destroyed: their memory and charges are the parent's, and
+  // their tree may have been in the middle of a change at fork.
+  void release_inherited_claims();
+
+  // Reservations (VMM). `expect` 0: anywhere in the device window.
+  StatusOr<uint64_t> reserve(uint64_t size, uint64_t expect, bool no_uc, const char* api);
+  Status release(uint64_t base);
+
+  // aclrtMalloc / aclrtMallocHost regions with their single whole-region mapping.
+  StatusOr<uint64_t> add_device_malloc(uint64_t size, uint64_t requested, uint32_t page_size,
+                                       int device, std::shared_ptr<PhysicalAllocation> phys);
+  StatusOr<uint64_t> add_host_pinned(uint64_t size, uint64_t requested,
+                                     std::shared_ptr<PhysicalAllocation> phys);
+  // Removes a malloc region whose base is `base` and whose kind is `kind`.
+  StatusOr<std::unique_ptr<Region>> remove_allocation(uint64_t base, RegionKind kind);
+
+  // VMM mappings.
+  Status map(uint64_t va, uint64_t size, uint64_t handle, std::shared_ptr<PhysicalAllocation> phys,
+             bool no_access);
+  StatusOr<Mapping> unmap(uint64_t va);
+  // Exact mapping start -> the mapped handle.
+  StatusOr<uint64_t> mapping_handle(uint64_t va) const;
+  // (va,size) must be exactly one mapping; all changes apply or none does.
+  Status set_access(uint64_t va, uint64_t size, const std::vector<AccessChange>& changes,
+                    bool quirks);
+  StatusOr<int> get_access(uint64_t va, bool host, int device) const;
+  // aclrtMemP2PMap: `device` gets read-write access to every device mapping overlapping
+  // [va, va+size). Returns the owner of an aclrtMalloc block there (the caller opens peer access
+  // to it), or -1.
+  StatusOr<int> grant_peer(uint64_t va, uint64_t size, int device);
+
+  // Queries.
+  StatusOr<AddressRange> address_range(uint64_t ptr) const;
+  StatusOr<PointerInfo> pointer_info(uint64_t ptr, size_t host_page) const;
+  Status translate(uint64_t va, uint64_t n, bool write, const Accessor& who, Translation* out) const;
+
+  uint64_t uvm_window() const { return uvm_window_; }
+  uint64_t uvm_window_size() const { return uvm_window_size_; }
+
+  // Statistics.
+  size_t region_count(RegionKind kind) const;
+  size_t mapping_count() const;
+
+ private:
+  const Region* find_region(uint64_t va) const;
+  Region* find_region(uint64_t va);
+  bool in_windows(uint64_t va) const;
+  Status cpu_apply(Mapping& m, drv::CpuAccess access);
+
+  drv::Backend* backend_ = nullptr;
+  bool cpu_open_ = false;
+  // Publishes what pointer queries answer for the mappings of r (or all of r, a malloc block).
+  void index_mapping(const Mapping& m);
+  void index_malloc(const Region& r);
+  void unindex(const Region& r);
+
+  mutable ReadMostlyMutex mu_;  // the region tree; lock order: mu_, then a Region's mu
+  // The claims (lock order: mu_, then claims_mu_): the window fields below while they are claimed,
+  // and no_uc_claims_.
+  std::mutex claims_mu_;
+  std::map<uint64_t, uint64_t> no_uc_claims_;  // base -> span of each no-UC reservation
+  ChunkIndex index_;            // lock-free answers for the device window (chunk_index.h)
+  std::map<uint64_t, std::unique_ptr<Region>> regions_;
+  VaAllocator svm_;       // general device window (aclrtMalloc, reservations)
+  VaAllocator host_;      // host pinned window
+  uint64_t svm_window_ = 0, svm_window_size_ = 0, svm_general_ = 0;
+  uint64_t uvm_window_ = 0, uvm_window_size_ = 0;
+  uint64_t host_window_ = 0, host_window_size_ = 0;
+};
+
+}  // namespace aclvmm

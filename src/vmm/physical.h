@@ -1,0 +1,92 @@
+// PhysicalAllocation: one piece of device or host memory behind an aclrtDrvMemHandle.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "drivers/driver.h"
+
+namespace aclvmm {
+
+// Where memory lives, in the driver's terms (behavior.md section 1: "side").
+enum class Side : uint32_t { kDevice = 0, kHost = 1, kHostNuma = 2 };
+enum PageType : uint32_t { kNormalPage = 0, kHugePage = 1, kHuge1GPage = 2 };
+enum MemType : uint32_t { kHbm = 0, kDdr = 1, kP2PHbm = 2, kP2PDdr = 3 };
+
+// A copy of a pool's usage that monitors read (runtime/smi_publisher.h): a counter in shared memory
+// that `keep` keeps mapped for as long as the pool exists. Empty: nobody watches.
+struct UsageMirror {
+  std::shared_ptr<void> keep;
+  std::atomic<uint64_t>* used = nullptr;
+};
+
+// Capacity of one memory pool (a device's HBM); charges are returned when the last holder of the
+// memory goes, even if that is after the device table was rebuilt.
+class MemoryPool {
+ public:
+  explicit MemoryPool(uint64_t total, UsageMirror mirror = {})
+      : total_(total), mirror_(std::move(mirror)) {}
+  bool charge(uint64_t bytes) {
+    uint64_t cur = used_.load(std::memory_order_relaxed);
+    do {
+      if (bytes > total_ - cur) return false;
+    } while (!used_.compare_exchange_weak(cur, cur + bytes, std::memory_order_relaxed));
+    // An add rather than a store of cur + bytes: concurrent charges may finish out of order.
+    if (mirror_.used) mirror_.used->fetch_add(bytes, std::memory_order_relaxed);
+    return true;
+  }
+  void uncharge(uint64_t bytes) {
+    used_.fetch_sub(bytes, std::memory_order_relaxed);
+    if (mirror_.used) mirror_.used->fetch_sub(bytes, std::memory_order_relaxed);
+  }
+  uint64_t total() const { return total_; }
+  uint64_t used() const { return used_.load(std::memory_order_relaxed); }
+
+ private:
+  const uint64_t total_;
+  std::atomic<uint64_t> used_{0};
+  const UsageMirror mirror_;
+};
+
+// A charge held for as long as the memory exists.
+class Charge {
+ public:
+  Charge() = default;
+  Charge(std::shared_ptr<MemoryPool> pool, uint64_t bytes) : pool_(std::move(pool)), bytes_(bytes) {}
+  Charge(const Charge&) = delete;
+  Charge& operator=(const Charge&) = delete;
+  ~Charge() {
+    if (pool_) pool_->uncharge(bytes_);
+  }
+
+ private:
+  std::shared_ptr<MemoryPool> pool_;
+  uint64_t bytes_ = 0;
+};
+
+struct PhysicalAllocation {
+  Side side = Side::kDevice;
+  int device = 0;            // physical device id (kDevice) or NUMA node (kHostNuma)
+  PageType page_type = kHugePage;
+  MemType mem_type = kHbm;
+  uint64_t reserve = 0;      // copied from the caller's prop
+  uint64_t size = 0;         // rounded size
+  uint32_t link = 0xffffffffu;  // map route set by aclrtMemMapSetLink (none yet)
+  bool imported = false;
+  int reported_device = -1;  // imported: the exporter's device, which property queries report
+  const char* created_by = "";
+  std::shared_ptr<drv::PhysicalMemory> memory;
+  std::unique_ptr<Charge> charge;
+
+  // Vendor reference counts (behavior.md sections 1, 3, 6). Changed under the handle table's
+  // lock: exclusively, except by map and unmap, which only count under the shared lock (atomics,
+  // so that mapping threads do not serialise on the table) and take it exclusively to remove.
+  std::atomic<int> ref{1};
+  std::atomic<int> map_ref{0};
+
+  bool on_device() const { return side == Side::kDevice; }
+};
+
+}  // namespace aclvmm

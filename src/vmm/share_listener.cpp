@@ -1,0 +1,294 @@
+// The exporter's listener: one thread that answers importers on every endpoint of the process.
+//
+// It sleeps in poll until something happens: a connection or a request on an endpoint, the
+// nearest deadline of a connection still waiting for its request, or its wake object (a new or a
+// retired endpoint, shutdown). Nothing wakes it periodically. Other processes decide how many
+// connections they open, so what they can make it hold is capped: per uid and in total, and
+// tighter for peers that no live export could admit, which are answered only if their request
+// comes promptly.
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <map>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "observability/log.h"
+#include "vmm/share_service.h"
+#include "vmm/share_token.h"
+#include "vmm/share_wire.h"
+
+namespace aclvmm {
+
+using Clock = std::chrono::steady_clock;
+using share_wire::Reply;
+using share_wire::Request;
+
+namespace {
+
+// How long an accepted connection may wait for its request: an importer sends it right after
+// connecting, so only a stuck or hostile client ever waits this long.
+constexpr auto kRequestDeadline = std::chrono::milliseconds(2000);
+// The same for a peer no live export could admit: it is told so (507899, or "live" to a set-pid
+// probe) if it asks at once, and costs the exporter almost nothing if it does not.
+constexpr auto kUnlistedDeadline = std::chrono::milliseconds(250);
+// Connections waiting for their request, per uid and in all (docs/sharing.md §9).
+constexpr size_t kWaitingPerUid = 8;
+constexpr size_t kUnlistedWaitingPerUid = 2;
+constexpr size_t kWaitingTotal = 64;
+// Connections taken from one endpoint per wake-up, so that a flood on one endpoint cannot keep
+// the others waiting.
+constexpr int kAcceptBurst = 32;
+// After accept fails for want of descriptors (they are the application's to free), the listener
+// leaves the connections queued in the kernel and looks again this much later, instead of
+// spinning on an endpoint that stays readable.
+constexpr auto kAcceptPause = std::chrono::milliseconds(100);
+// A failing poll (only ever seen with failure injection) is retried after this.
+constexpr auto kPollRetry = std::chrono::milliseconds(10);
+// How long the listener outlives the last export and connection: export/free cycles then reuse it.
+constexpr auto kLinger = std::chrono::milliseconds(200);
+
+int ms_until(Clock::time_point t, Clock::time_point now) {
+  if (t <= now) return 0;
+  // Rounded up: waking a little early would only find the deadline not yet passed.
+  const auto us = std::chrono::duration_cast<std::chrono::microseconds>(t - now).count();
+  return static_cast<int>(std::min<int64_t>((us + 999) / 1000, 1 << 30));
+}
+
+}  // namespace
+
+bool ShareService::could_admit_locked(const drv::PeerInfo& peer) const {
+  if (peer.pid == getpid()) return true;  // a probe of our own, racing a release
+  for (const auto& [id, e] : exports_) {
+    if (!e.validate_pids) return true;
+    auto w = e.whitelist.find(peer.pid);
+    if (w != e.whitelist.end() && peer.start_time != 0 && peer.start_time <= w->second) return true;
+  }
+  return false;
+}
+
+void ShareService::close_pending_locked(int fd) {
+  for (auto it = pending_.begin(); it != pending_.end(); ++it) {
+    if (it->fd == fd) {
+      transport_->close(fd);
+      pending_.erase(it);
+      return;
+    }
+  }
+}
+
+void ShareService::hold_locked(PendingPeer p) {
+  const size_t class_cap = p.admissible ? kWaitingPerUid : kUnlistedWaitingPerUid;
+  size_t same_class = 0, total = 0;
+  std::map<unsigned, size_t> per_uid;
+  for (const PendingPeer& q : pending_) {
+    if (!q.waiting) continue;
+    ++total;
+    ++per_uid[q.peer.uid];
+    if (q.peer.uid == p.peer.uid && q.admissible == p.admissible) ++same_class;
+  }
+  // Over a cap, the oldest waiting connection goes: of the newcomer's uid and kind, else (the
+  // total) of the uid holding the most. A process can crowd out only its own uid's connections,
+  // and an importer whose request follows its connection at once is never among them.
+  auto victim = pending_.end();
+  if (same_class >= class_cap) {
+    victim = std::find_if(pending_.begin(), pending_.end(), [&](const PendingPeer& q) {
+      return q.waiting && q.peer.uid == p.peer.uid && q.admissible == p.admissible;
+    });
+  } else if (total >= kWaitingTotal) {
+    unsigned greedy = p.peer.uid;
+    size_t most = 0;
+    for (const auto& [uid, n] : per_uid) {
+      if (n > most) most = n, greedy = uid;
+    }
+    victim = std::find_if(pending_.begin(), pending_.end(),
+                          [&](const PendingPeer& q) { return q.waiting && q.peer.uid == greedy; });
+  }
+  if (victim != pending_.end()) {
+    transport_->close(victim->fd);
+    pending_.erase(victim);
+    dropped_.fetch_add(1);
+  }
+  p.waiting = true;
+  for (PendingPeer& q : pending_) {
+    if (q.fd == p.fd) q = p;  // it was registered at accept (see accept_from)
+  }
+}
+
+bool ShareService::serve_request(int conn, const drv::PeerInfo& peer) {
+  Request req{};
+  int stray_fd = -1;
+  // Called when the connection is readable, or right after accept: do not wait.
+  const int n = transport_->recv(conn, &req, sizeof req, &stray_fd, 0);
+  if (stray_fd >= 0) transport_->close(stray_fd);
+  if (n == -ETIMEDOUT) return false;
+  // Not an importer (wrong size, magic or kind, a hang-up): the connection is dropped unanswered.
+  if (n != static_cast<int>(sizeof req) || req.magic != share_wire::kMagic ||
+      (req.kind != share_wire::kImport && req.kind != share_wire::kProbe)) {
+    dropped_.fetch_add(1);
+    return true;
+  }
+  answer(conn, peer, req);
+  return true;
+}
+
+void ShareService::answer(int conn, const drv::PeerInfo& peer, const Request& req) {
+  Reply rep{};
+  rep.magic = share_wire::kMagic;
+  std::shared_ptr<PhysicalAllocation> phys;  // keeps the memory alive while it is sent
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = exports_.find(ShareToken::unpack(req.token).share_id);
+    if (it == exports_.end() || it->second.token != req.token) {
+      rep.code = ACL_ERROR_RT_INVALID_HANDLE;
+    } else if (req.kind == share_wire::kProbe) {
+      rep.code = 0;  // the token is live here; nothing is sent
+    } else {
+      const Export& e = it->second;
+      if (e.validate_pids) {
+        auto w = e.whitelist.find(peer.pid);
+        // A pid listed before the importer started belongs to an earlier process (pid reuse).
+        if (w == e.whitelist.end() || peer.start_time == 0 || peer.start_time > w->second) {
+          rep.code = ACL_ERROR_RT_DRV_INTERNAL_ERROR;
+          denied_.fetch_add(1);
+          ACLVMM_LOG_WARN("DRV", "refused import of token 0x{:x} by pid {} (uid {}): not whitelisted",
+                          req.token, peer.pid, peer.uid);
+        }
+      }
+      if (rep.code == 0 && peer.pid == getpid() && e.phys->on_device() &&
+          e.physical_device == req.device) {
+        rep.code = ACL_ERROR_RT_DRV_INTERNAL_ERROR;
+      }
+      if (rep.code == 0) {
+        phys = e.phys;
+        rep.size = phys->size;
+        rep.side = static_cast<uint32_t>(phys->side);
+        rep.device = e.physical_device;
+        // Importers see the page size the memory really has: APP "normal" pages are huge.
+        rep.page_type = phys->page_type == kNormalPage ? kHugePage : phys->page_type;
+        rep.mem_type = phys->mem_type;
+      }
+    }
+  }
+  transport_->send(conn, &rep, sizeof rep, phys ? phys->memory->fd() : -1);
+}
+
+bool ShareService::accept_from(int listen_fd) {
+  for (int i = 0; i < kAcceptBurst; ++i) {
+    PendingPeer p;
+    const int rc = transport_->accept(listen_fd, &p.fd, &p.peer);
+    if (rc == -EAGAIN) return true;
+    // EMFILE and the like: the queued connections wait in the kernel until there is room.
+    if (rc != 0) return false;
+    {
+      // Registered before anything else so that a fork now closes it in the child.
+      std::lock_guard<std::mutex> lock(mu_);
+      pending_.push_back(p);
+    }
+    // An importer sends its request right after connecting: it is usually here already.
+    if (serve_request(p.fd, p.peer)) {
+      std::lock_guard<std::mutex> lock(mu_);
+      close_pending_locked(p.fd);
+      continue;
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    p.admissible = could_admit_locked(p.peer);
+    p.deadline = Clock::now() + (p.admissible ? kRequestDeadline : kUnlistedDeadline);
+    hold_locked(p);
+  }
+  return true;
+}
+
+void ShareService::serve() {
+  std::vector<int> fds;
+  std::unique_ptr<bool[]> ready;
+  size_t ready_size = 0;
+  Clock::time_point accept_paused_until{};
+  Clock::time_point idle_until{};
+  bool idle = false;
+  int wake = -1;
+  for (;;) {
+    size_t listeners = 0;
+    int timeout_ms = -1;
+    fds.clear();
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      for (int fd : retired_) transport_->close(fd);
+      retired_.clear();
+      const auto now = Clock::now();
+      for (size_t i = 0; i < pending_.size();) {
+        if (pending_[i].waiting && now >= pending_[i].deadline) {
+          transport_->close(pending_[i].fd);
+          pending_.erase(pending_.begin() + static_cast<std::ptrdiff_t>(i));
+          dropped_.fetch_add(1);
+        } else {
+          ++i;
+        }
+      }
+      const bool nothing = exports_.empty() && pending_.empty();
+      if (nothing && !idle) idle_until = now + kLinger;
+      idle = nothing;
+      if (stop_ || (idle && now >= idle_until)) {
+        // Done: nothing of ours may stay open behind the thread.
+        for (const PendingPeer& p : pending_) transport_->close(p.fd);
+        pending_.clear();
+        transport_->close(wake_fd_);
+        wake_fd_ = -1;
+        listener_exited_ = true;
+        return;
+      }
+      wake = wake_fd_;
+      fds.push_back(wake);
+      if (now >= accept_paused_until) {
+        for (const auto& [id, e] : exports_) fds.push_back(e.listen_fd);
+      } else {
+        timeout_ms = ms_until(accept_paused_until, now);
+      }
+      listeners = fds.size() - 1;
+      auto nearer = [&](Clock::time_point t) {
+        const int ms = ms_until(t, now);
+        if (timeout_ms < 0 || ms < timeout_ms) timeout_ms = ms;
+      };
+      for (const PendingPeer& p : pending_) {
+        fds.push_back(p.fd);
+        if (p.waiting) nearer(p.deadline);
+      }
+      if (idle) nearer(idle_until);
+    }
+    if (fds.size() > ready_size) {
+      ready.reset(new bool[fds.size()]);
+      ready_size = fds.size();
+    }
+    const int n = transport_->poll(fds.data(), ready.get(), fds.size(), timeout_ms);
+    wakeups_.fetch_add(1, std::memory_order_relaxed);
+    if (n == 0) poll_timeouts_.fetch_add(1, std::memory_order_relaxed);
+    if (n < 0) {
+      std::this_thread::sleep_for(kPollRetry);
+      continue;
+    }
+    if (n == 0) continue;
+    if (ready[0]) transport_->drain_wake(wake);
+    // Requests (or hang-ups) on accepted connections. Only this thread changes pending_, so the
+    // entries polled are still there.
+    for (size_t i = 1 + listeners; i < fds.size(); ++i) {
+      if (!ready[i]) continue;
+      const int conn = fds[i];
+      const auto p = std::find_if(pending_.begin(), pending_.end(),
+                                  [conn](const PendingPeer& q) { return q.fd == conn; });
+      if (p == pending_.end() || !serve_request(conn, p->peer)) continue;
+      std::lock_guard<std::mutex> lock(mu_);
+      close_pending_locked(conn);
+    }
+    for (size_t i = 1; i <= listeners; ++i) {
+      if (ready[i] && !accept_from(fds[i])) {
+        accept_paused_until = Clock::now() + kAcceptPause;
+        break;
+      }
+    }
+  }
+}
+
+}  // namespace aclvmm

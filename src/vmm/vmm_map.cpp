@@ -1,0 +1,164 @@
+// Reservations, mappings and access rights.
+#include <mutex>
+#include <shared_mutex>
+
+#include "observability/stats.h"
+#include "runtime/runtime.h"
+#include "vmm/vmm.h"
+
+namespace aclvmm::vmm {
+namespace {
+
+Status no_device_opened() {
+  return Error(ACL_ERROR_RT_INVALID_HANDLE,
+               "no device has been opened in this process; call aclrtSetDevice first");
+}
+
+// Drops one mapping's references to `handle`; the last reference removes it from the table.
+void release_ref(uint64_t handle) {
+  Runtime& rt = Runtime::get();
+  auto& table = rt.physical();
+  {
+    std::shared_lock<ReadMostlyMutex> lock(table.mutex());
+    auto phys = table.find_locked(handle);
+    if (!phys) return;
+    --phys->map_ref;
+    if (--phys->ref > 0) return;
+  }
+  // The count reached 0 and cannot rise again (map refuses 0): remove the handle exclusively.
+  std::shared_ptr<PhysicalAllocation> doomed;  // destroyed after the lock is dropped
+  {
+    std::lock_guard<ReadMostlyMutex> lock(table.mutex());
+    auto phys = table.find_locked(handle);
+    if (phys && phys->ref.load() == 0) doomed = table.remove_locked(handle);
+  }
+  if (doomed) rt.sharing().forget_handle(handle);
+}
+
+}  // namespace
+
+StatusOr<uint64_t> reserve(uint64_t size, uint64_t alignment, uint64_t expect, bool no_uc) {
+  Runtime& rt = Runtime::get();
+  const Product& product = rt.config().product;
+  if (no_uc && !product.supports(Feature::kNoUcReserve)) {
+    return Error(ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
+                 "aclrtReserveMemAddressNoUCMemory is not supported on " + product.soc);
+  }
+  if (!rt.svm_ready()) return no_device_opened();
+  if (alignment != 0) {
+    return Error(ACL_ERROR_RT_PARAM_INVALID, "alignment is reserved and must be 0");
+  }
+  if (no_uc && expect == 0) {
+    return Error(ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
+                 "no-UC reservations are only made at a fixed address: pass expectPtr");
+  }
+  if (!no_uc && expect != 0 && !product.supports(Feature::kExpectPtr)) {
+    return Error(ACL_ERROR_RT_FEATURE_NOT_SUPPORT, "expectPtr must be NULL on " + product.soc);
+  }
+  return rt.space().reserve(size, expect, no_uc,
+                            no_uc ? "aclrtReserveMemAddressNoUCMemory" : "aclrtReserveMemAddress");
+}
+
+Status release(uint64_t va) {
+  Runtime& rt = Runtime::get();
+  if (!rt.svm_ready()) return no_device_opened();
+  return rt.space().release(va);
+}
+
+Status map(uint64_t va, uint64_t size, uint64_t offset, uint64_t handle, bool no_access) {
+  Runtime& rt = Runtime::get();
+  const Config& cfg = rt.config();
+  // products.md: over PCIe, A2, A3 and 950 devices have no "no access" mappings; the driver
+  // refuses before it looks at the arguments.
+  if (no_access && cfg.interconnect == Interconnect::kPcie &&
+      !cfg.product.supports(Feature::kNoAccessOverPcie)) {
+    return Error(ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
+                 "aclrtMemMapNoAccess is not supported on PCIe-interconnected " + cfg.product.soc +
+                     " devices (ACLVMM_INTERCONNECT=pcie)");
+  }
+  if (offset != 0) return Error(ACL_ERROR_RT_PARAM_INVALID, "offset is reserved and must be 0");
+  auto& table = rt.physical();
+  std::shared_ptr<PhysicalAllocation> phys;
+  uint32_t link = 0;
+  {
+    // Shared: mapping threads only count. A count that reached 0 belongs to a handle on its way
+    // out of the table (release_ref), which must not come back to life.
+    std::shared_lock<ReadMostlyMutex> lock(table.mutex());
+    phys = table.find_locked(handle);
+    int ref = phys ? phys->ref.load() : 0;
+    while (ref > 0 && !phys->ref.compare_exchange_weak(ref, ref + 1)) {
+    }
+    if (ref <= 0) {
+      return Error(ACL_ERROR_RT_PARAM_INVALID,
+                   "the handle is not a live physical memory handle (freed, forged or foreign)");
+    }
+    ++phys->map_ref;
+    link = phys->link;  // the route in force when the mapping is requested
+  }
+  Status st = rt.space().map(va, size, handle, phys, no_access);
+  if (!st.ok()) {
+    // Another thread may have freed the handle while this map was in flight: the reference
+    // taken above is then the last one, and dropping it must release the handle, not leak it.
+    release_ref(handle);
+    return st;
+  }
+  count_link_mapping(link);
+  return st;
+}
+
+Status unmap(uint64_t va) {
+  Runtime& rt = Runtime::get();
+  ACLVMM_ASSIGN_OR_RETURN(const Mapping m, rt.space().unmap(va));
+  release_ref(m.handle);
+  return Status::Ok();
+}
+
+Status set_access(uint64_t va, uint64_t size, const std::vector<AccessChange>& changes) {
+  Runtime& rt = Runtime::get();
+  return rt.space().set_access(va, size, changes, rt.quirks());
+}
+
+StatusOr<int> get_access(uint64_t va, bool host, int device) {
+  return Runtime::get().space().get_access(va, host, device);
+}
+
+StatusOr<AddressRange> address_range(uint64_t ptr) {
+  Runtime& rt = Runtime::get();
+  if (rt.managed().in_window(ptr)) {
+    auto r = rt.managed().range_of(ptr);
+    if (!r.ok()) return Error(ACL_ERROR_RT_PARAM_INVALID, r.status().message());
+    return r;
+  }
+  return rt.space().address_range(ptr);
+}
+
+Status p2p_map(uint64_t ptr, uint64_t size, int device) {
+  Runtime& rt = Runtime::get();
+  ACLVMM_ASSIGN_OR_RETURN(const int owner, rt.space().grant_peer(ptr, size, device));
+  if (owner >= 0) {
+    // An aclrtMalloc block (grant_peer changed nothing for it yet): the range must lie inside the
+    // block, as it must inside a reservation, and without wrapping around.
+    ACLVMM_ASSIGN_OR_RETURN(const AddressRange block, rt.space().address_range(ptr));
+    if (size > block.base + block.size - ptr) {
+      return Error(ACL_ERROR_RT_PARAM_INVALID, "the range runs past its allocation");
+    }
+    if (owner != device) rt.enable_peer_pair(device, owner);
+  }
+  return Status::Ok();
+}
+
+StatusOr<PointerInfo> pointer_info(uint64_t ptr) {
+  Runtime& rt = Runtime::get();
+  if (!rt.svm_ready()) return no_device_opened();
+  if (rt.managed().in_window(ptr)) {
+    ACLVMM_RETURN_IF_ERROR(rt.managed().range_of(ptr).status());
+    PointerInfo info;
+    info.kind = PointerInfo::kManaged;
+    info.device = 0;  // the driver leaves the id 0 for managed memory
+    info.page_size = static_cast<uint32_t>(kChunk);
+    return info;
+  }
+  return rt.space().pointer_info(ptr, rt.backend().host_page_size());
+}
+
+}  // namespace aclvmm::vmm

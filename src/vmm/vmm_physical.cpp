@@ -1,0 +1,174 @@
+// Physical handles: creation, release with the vendor's reference counts, queries.
+#include <mutex>
+
+#include "runtime/runtime.h"
+#include "vmm/vmm.h"
+
+namespace aclvmm::vmm {
+namespace {
+
+uint64_t round_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
+
+Status no_device_opened() {
+  return Error(ACL_ERROR_RT_INVALID_HANDLE,
+               "no device has been opened in this process; call aclrtSetDevice first");
+}
+
+Status bad_handle() {
+  return Error(ACL_ERROR_RT_PARAM_INVALID,
+               "the handle is not a live physical memory handle (freed, forged or foreign)");
+}
+
+// The runtime asks the driver whether host NUMA memory exists (behavior.md §1,
+// FEATURE_SVM_VMM_NORMAL_GRANULARITY) before the driver sees the request.
+Status host_numa_supported(Runtime& rt) {
+  if (!rt.config().host_numa) {
+    return Error(ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
+                 "host NUMA memory is not supported: ACLVMM_HOST_NUMA=off emulates a host without "
+                 "NUMA");
+  }
+  if (rt.backend().numa_node_count() == 0) {
+    return Error(ACL_ERROR_RT_FEATURE_NOT_SUPPORT, "this host has no NUMA support");
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+StatusOr<uint64_t> malloc_physical(uint64_t size, const PhysicalSpec& spec) {
+  Runtime& rt = Runtime::get();
+  if (spec.side == Side::kHostNuma) ACLVMM_RETURN_IF_ERROR(host_numa_supported(rt));
+  if (!rt.svm_ready()) return no_device_opened();
+  if (spec.reserve != 0) return Error(ACL_ERROR_RT_PARAM_INVALID, "prop->reserve must be 0");
+  drv::Backend& be = rt.backend();
+  if (spec.side == Side::kHost && spec.device != 0) {
+    // The id is the caller's uint32_t: ids of 2^31 and more are out of range too, not "1..63"
+    // (tests/fuzz found them answered with 207000).
+    const uint32_t id = static_cast<uint32_t>(spec.device);
+    if (id < 64) {
+      return Error(ACL_ERROR_RT_FEATURE_NOT_SUPPORT, "host memory takes location id 0");
+    }
+    return Error(ACL_ERROR_RT_PARAM_INVALID, "host location id " + std::to_string(id) +
+                                                 " is out of range");
+  }
+  if (spec.side == Side::kHostNuma) {
+    const int nodes = be.numa_node_count();
+    if (spec.device < 0 || spec.device >= (nodes > 0 ? nodes : 1)) {
+      return Error(ACL_ERROR_RT_PARAM_INVALID, "NUMA node " + std::to_string(spec.device) +
+                                                   " does not exist on this host");
+    }
+  }
+  uint64_t rounded;
+  if (spec.page_type == kHuge1GPage) {
+    if (!rt.config().product.supports(Feature::kHuge1GPages)) {
+      return Error(ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
+                   "1 GiB pages are not supported on " + rt.config().product.soc);
+    }
+    // The driver offers giant pages on the host only for P2P DDR memory.
+    if (spec.side != Side::kDevice && spec.mem_type != kP2PDdr) {
+      return Error(ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
+                   "1 GiB pages of host memory exist only for P2P memory (ACL_MEM_P2P_HUGE1G)");
+    }
+    rounded = round_up(size, kGiB);
+  } else {
+    if (rt.quirks() && size % kChunk != 0) {
+      return Error(ACL_ERROR_RT_DRV_INTERNAL_ERROR,
+                   "size " + std::to_string(size) + " is not a multiple of 2 MiB");
+    }
+    rounded = round_up(size, kChunk);
+  }
+  if (rounded < size) return Error(ACL_ERROR_RT_MEMORY_ALLOCATION, "size is too large");
+
+  auto phys = std::make_shared<PhysicalAllocation>();
+  phys->side = spec.side;
+  phys->device = spec.device;
+  // As requested: queries report it; the memory itself is always in 2 MiB pages or larger.
+  phys->page_type = spec.page_type;
+  phys->mem_type = spec.mem_type;
+  phys->size = rounded;
+  phys->created_by = "aclrtMallocPhysical";
+  if (spec.side == Side::kDevice) {
+    auto pool = rt.pool(spec.device);
+    if (!pool || !pool->charge(rounded)) {
+      return Error(ACL_ERROR_RT_MEMORY_ALLOCATION,
+                   "device " + std::to_string(spec.device) + " is out of memory: " +
+                       std::to_string(rounded) + " bytes requested, " +
+                       std::to_string(pool ? pool->total() - pool->used() : 0) + " free");
+    }
+    phys->charge = std::make_unique<Charge>(pool, rounded);
+  } else {
+    auto pool = rt.host_pool();
+    if (!pool || !pool->charge(rounded)) {
+      return Error(ACL_ERROR_RT_MEMORY_ALLOCATION,
+                   "host memory cannot hold " + std::to_string(rounded) + " more bytes");
+    }
+    phys->charge = std::make_unique<Charge>(pool, rounded);
+  }
+  drv::PhysicalRequest req;
+  req.size = rounded;
+  req.numa_node = spec.side == Side::kHostNuma ? spec.device : -1;
+  req.huge_1g = spec.page_type == kHuge1GPage;
+  int rc = be.create_physical(req, &phys->memory);
+  if (rc != 0) {
+    return Error(code_from_errno(rc), "the backend could not create " + std::to_string(rounded) +
+                                          " bytes of physical memory: errno " + std::to_string(-rc));
+  }
+  uint64_t token = rt.physical().insert(std::move(phys));
+  if (token == 0) {
+    return Error(ACL_ERROR_RT_RESOURCE_ALLOC_FAIL, "too many live physical memory handles");
+  }
+  return token;
+}
+
+Status free_physical(uint64_t handle) {
+  auto& table = Runtime::get().physical();
+  std::shared_ptr<PhysicalAllocation> doomed;  // destroyed after the lock is dropped
+  {
+    std::lock_guard<ReadMostlyMutex> lock(table.mutex());
+    auto phys = table.find_locked(handle);
+    if (!phys) return bad_handle();
+    if (phys->map_ref != 0 && phys->ref <= phys->map_ref) {
+      return Error(ACL_ERROR_RT_PARAM_INVALID,
+                   "the handle is still mapped and was already released; it is freed by its "
+                   "last aclrtUnmapMem");
+    }
+    if (phys->ref > 1) {
+      --phys->ref;
+      return Status::Ok();
+    }
+    doomed = table.remove_locked(handle);
+  }
+  Runtime::get().sharing().forget_handle(handle);
+  return Status::Ok();
+}
+
+StatusOr<PhysicalSpec> properties(uint64_t handle) {
+  auto phys = Runtime::get().physical().find(handle);
+  if (!phys) return bad_handle();
+  PhysicalSpec spec;
+  spec.side = phys->side;
+  spec.device = phys->reported_device >= 0 ? phys->reported_device : phys->device;
+  spec.page_type = phys->page_type;
+  spec.mem_type = phys->mem_type;
+  spec.reserve = phys->reserve;
+  return spec;
+}
+
+StatusOr<uint64_t> retain(uint64_t va) {
+  Runtime& rt = Runtime::get();
+  if (!rt.svm_ready()) return no_device_opened();
+  auto& table = rt.physical();
+  for (;;) {
+    ACLVMM_ASSIGN_OR_RETURN(const uint64_t handle, rt.space().mapping_handle(va));
+    std::lock_guard<ReadMostlyMutex> lock(table.mutex());
+    auto phys = table.find_locked(handle);
+    if (phys) {
+      ++phys->ref;
+      return handle;
+    }
+    // Another thread unmapped the range and released the handle since the lookup: answer for
+    // what the address holds now, not with the stale handle's 107000.
+  }
+}
+
+}  // namespace aclvmm::vmm

@@ -1,0 +1,186 @@
+#!/usr/bin/env bash
+# check_layers.sh <repo>: the include rule of the source layout (docs/architecture.md, "Layout").
+#
+#   include/ (acl/, aclvmm/)  the public headers: anyone may include them
+#   src/base                  includes only base
+#   src/observability         base
+#   src/runtime               base, observability, vmm, the driver interface (drivers/*.h)
+#   src/vmm                   base, observability, the driver interface; runtime/runtime.h only
+#                             from the files of VMM_USES_RUNTIME below
+#   src/api                   base, observability, runtime, vmm (never drivers/: the façade
+#                             reaches the device through the core)
+#   drivers/*                 the driver interface, the backends (registry), base/status.h
+#   drivers/<backend>/        the driver interface, its own backend, base/status.h
+#
+# Nothing in src/ but api includes api/, and nothing in src/ includes a backend (drivers/emu/...).
+# The source tree has no other directories, and the unit tests mirror it: every
+# tests/unit/<dir>/<module>_test.cpp (or <module>_<aspect>_test.cpp) lies under the name of a
+# layer (base, observability, runtime, vmm) or of drivers/ or a backend (drivers/emu) and names
+# one of its modules; shared helpers go to tests/unit/testing/.
+#
+# Each violation is one line "check_layers: <path>: ..." (tests/layout/check_layers_selftest.sh
+# relies on that form).
+set -euo pipefail
+
+if [ "$#" -ne 1 ]; then
+    echo "usage: $0 <repo>" >&2
+    exit 2
+fi
+repo="$1"
+layers="base observability runtime vmm api"
+
+# vmm files that still reach the runtime through Runtime::get() (its devices, pools, tables and
+# configuration). They get those as dependencies at construction in the second half of issue 14;
+# this list may only shrink, and an entry whose file no longer includes runtime/runtime.h fails.
+VMM_USES_RUNTIME="
+managed.cpp
+managed_attr.cpp
+managed_migrate.cpp
+memory_ops.cpp
+share_service.cpp
+vmm_malloc.cpp
+vmm_map.cpp
+vmm_physical.cpp
+"
+
+violations=0
+includes_checked=0
+files_checked=0
+fail() { echo "check_layers: $1"; violations=$((violations + 1)); }
+
+# The layer a quoted include names: public, base ... api, interface, backend:<name>, unknown.
+target_kind() {
+    case "$1" in
+        acl/*|aclvmm/*) echo public ;;
+        base/*|observability/*|runtime/*|vmm/*|api/*) echo "${1%%/*}" ;;
+        drivers/*/*) local rest="${1#drivers/}"; echo "backend:${rest%%/*}" ;;
+        drivers/*) echo interface ;;
+        *) echo unknown ;;
+    esac
+}
+
+in_list() { grep -qxF "$1" <<<"$2"; }
+
+# allowed <source kind> <file name> <include> <target kind>: 0 when the include is allowed;
+# otherwise prints the rule it breaks.
+allowed() {
+    local src="$1" name="$2" inc="$3" tgt="$4"
+    [ "$tgt" = public ] && return 0
+    if [ "$tgt" = unknown ]; then
+        echo "\"$inc\" is neither a public header nor a file of a layer or of drivers/"; return 1
+    fi
+    case "$src" in
+        base)
+            [ "$tgt" = base ] && return 0
+            echo "base includes only base" ;;
+        observability)
+            case "$tgt" in base|observability) return 0 ;; esac
+            echo "observability includes only base" ;;
+        runtime)
+            case "$tgt" in base|observability|runtime|vmm|interface) return 0 ;; esac
+            echo "runtime includes base, observability, vmm and the driver interface only" ;;
+        vmm)
+            case "$tgt" in base|observability|vmm|interface) return 0 ;; esac
+            if [ "$inc" = runtime/runtime.h ] && in_list "$name" "$VMM_USES_RUNTIME"; then
+                return 0
+            fi
+            echo "vmm includes base, observability and the driver interface only" \
+                 "(runtime/runtime.h only from the files of VMM_USES_RUNTIME, a list that only shrinks)" ;;
+        api)
+            case "$tgt" in base|observability|runtime|vmm|api) return 0 ;; esac
+            echo "api reaches the device through the core, not drivers/" ;;
+        drivers)
+            case "$tgt" in interface|backend:*) return 0 ;; esac
+            [ "$inc" = base/status.h ] && return 0
+            echo "drivers/ includes nothing from src/ but base/status.h" ;;
+        backend:*)
+            case "$tgt" in interface|"$src") return 0 ;; esac
+            [ "$inc" = base/status.h ] && return 0
+            echo "a backend includes the driver interface, its own files and base/status.h only" ;;
+    esac
+    return 1
+}
+
+check_file() {  # check_file <path relative to repo> <source kind>
+    local rel="$1" src="$2" name inc tgt why
+    name="$(basename "$rel")"
+    files_checked=$((files_checked + 1))
+    while IFS= read -r inc; do
+        includes_checked=$((includes_checked + 1))
+        tgt="$(target_kind "$inc")"
+        if ! why="$(allowed "$src" "$name" "$inc" "$tgt")"; then
+            fail "$rel: includes \"$inc\": $why"
+        fi
+    done < <(sed -n 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*"\([^"]*\)".*/\1/p' "$repo/$rel")
+}
+
+# src/: only the layers, each file in one of them.
+while IFS= read -r rel; do
+    sub="${rel#src/}"
+    layer="${sub%%/*}"
+    if [ "$sub" = "$layer" ] || ! in_list "$layer" "$(tr ' ' '\n' <<<"$layers")"; then
+        fail "$rel: not in a layer directory (src/{${layers// /,}}/)"
+        continue
+    fi
+    case "$rel" in *.h|*.cpp) check_file "$rel" "$layer" ;; esac
+done < <(cd "$repo" && find src -type f | sort)
+
+# drivers/: the interface and registry at the top, one directory per backend.
+while IFS= read -r rel; do
+    sub="${rel#drivers/}"
+    if [ "$sub" = "${sub%%/*}" ]; then kind=drivers; else kind="backend:${sub%%/*}"; fi
+    check_file "$rel" "$kind"
+done < <(cd "$repo" && find drivers -type f \( -name '*.h' -o -name '*.cpp' \) | sort)
+
+# VMM_USES_RUNTIME only shrinks: every entry is a vmm file that includes runtime/runtime.h.
+for name in $VMM_USES_RUNTIME; do
+    if ! grep -qE '^[[:space:]]*#[[:space:]]*include[[:space:]]*"runtime/runtime.h"' \
+            "$repo/src/vmm/$name" 2>/dev/null; then
+        fail "src/vmm/$name: listed in VMM_USES_RUNTIME but does not include runtime/runtime.h: take it off the list"
+    fi
+done
+
+# The source directory a tests/unit/<dir> mirrors.
+source_dir() {
+    case "$1" in drivers|drivers/*) echo "$1" ;; *) echo "src/$1" ;; esac
+}
+# module_tested <test path> <dir>: the test's name is <module>_test.cpp or
+# <module>_<aspect>_test.cpp for a module (a .h or .cpp) of the mirrored directory.
+module_tested() {
+    local name f stem
+    name="$(basename "$1" _test.cpp)"
+    for f in "$repo/$(source_dir "$2")"/*.h "$repo/$(source_dir "$2")"/*.cpp; do
+        [ -e "$f" ] || continue
+        stem="$(basename "${f%.*}")"
+        case "$name" in "$stem"|"$stem"_*) return 0 ;; esac
+    done
+    return 1
+}
+
+# tests/unit mirrors the tree.
+while IFS= read -r rel; do
+    sub="${rel#tests/unit/}"
+    dir="$(dirname "$sub")"
+    case "$rel" in
+        *.cpp)
+            case "$dir" in
+                base|observability|runtime|vmm) ;;
+                drivers|drivers/*) [ -d "$repo/$dir" ] || fail "$rel: $dir/ is not a directory of the tree" ;;
+                *) fail "$rel: a unit test lies in tests/unit/<layer>/ or tests/unit/drivers[/<backend>]/" ;;
+            esac
+            case "$sub" in
+                *_test.cpp)
+                    module_tested "$rel" "$dir" ||
+                        fail "$rel: names no module of $(source_dir "$dir")/ (<module>_test.cpp or <module>_<aspect>_test.cpp)" ;;
+                *) fail "$rel: a unit test file is named <module>_test.cpp" ;;
+            esac ;;
+        *.h)
+            case "$dir" in
+                testing|base|observability|runtime|vmm|drivers|drivers/*) ;;
+                *) fail "$rel: shared unit-test helpers go to tests/unit/testing/" ;;
+            esac ;;
+    esac
+done < <(cd "$repo" && find tests/unit -type f | sort)
+
+echo "check_layers: $files_checked files, $includes_checked quoted includes checked, $violations violation(s)"
+[ "$violations" -eq 0 ]
