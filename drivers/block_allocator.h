@@ -14,9 +14,8 @@
 //   the huge-then-normal retry itself (two calls), as the vendor runtime does.
 //   Result: the block's address (device blocks in WindowLayout::device_general, host blocks in
 //   host_pinned; 2 MiB aligned, 1 GiB aligned from 1 GiB on), the span it occupies, the page size
-//   queries report, and the physical object behind it (a PhysicalId the copy engine accepts in
-//   extents; 0 when the backend has none to offer: then Capabilities::copies_by_extent is
-//   false). The owning device (kDevice) has read-write access; a host block is read-write for the
+//   queries report, and the physical object behind it (a PhysicalId; 0 when the backend has none
+//   to offer). The owning device (kDevice) has read-write access; a host block is read-write for the
 //   CPU and reachable by every device through the host. Charged like PhysicalAllocator::create;
 //   kOutOfMemory when full.
 // - free(): a block address exactly as returned. The block's physical object (if any) dies with

@@ -9,8 +9,8 @@
 // - A capability says what the backend (with its driver and machine) can do. What a product
 //   offers (behavior.md §12, products.md) is decided by the core's product rules on top: the core
 //   answers 207000 when either says no. A call the capabilities rule out still answers
-//   kNotSupported if made; the core asks first only to choose a path (e.g. extents vs. virtual
-//   addresses), never as the only guard.
+//   kNotSupported if made; the core asks first only to choose a path (e.g. whether a HOST
+//   grant on device memory can be honoured), never as the only guard.
 // - State that a backend learns later (whether userfaultfd works, found at the first managed
 //   allocation) is not a capability: UnifiedMemory::tracking() reports it.
 //
@@ -37,8 +37,6 @@ struct Capabilities {
   bool map_routes = false;                 // PhysicalAllocator::set_map_route (aclrtMemMapSetLink)
 
   // ---- copy engine (copy_engine.h)
-  bool copies_by_extent = false;  // moves bytes by PhysicalExtent (emu, fake); false: by virtual
-                                  // address, translated by the device (hal: drvMemcpy)
   bool host_tasks = false;        // CommandKind::kHostTask (emulated kernels, host callbacks)
 
   // ---- physical memory (physical_allocator.h)

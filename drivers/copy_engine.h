@@ -8,24 +8,32 @@
 // command's Completion. A stream in the core becomes a queue plus the core's bookkeeping (its
 // context, its first error, the refusal of calls that would wait for themselves).
 //
-// How an address is expressed (CopyEndpoint):
+// How an address is expressed (CopyEndpoint): always the virtual address the application named;
+// the backend translates it **when the command executes** (docs/device-interface.md D4), as a
+// device's MMU does:
 // - kHostMemory: plain process memory the CPU reaches at `address` (an application buffer).
 //   The backend must survive a bad pointer: kBadAddress with CopyOutcome::failed_side naming the
 //   side, never a crash (emu: the guarded memcpy, or the kernel-checked copies).
-// - kMapped: memory behind the device MMU (mappings, device and host blocks). The core has
-//   translated the range through its bookkeeping and checked the executor's rights; `extents`
-//   are the physical pieces in address order, their lengths summing to the size. A backend with
-//   Capabilities::copies_by_extent moves bytes by extent and never consults a page table; one
-//   without (hal) ignores the extents and hands `address` to a device that translates itself.
+// - kMapped: memory behind the device MMU (mappings, device and host blocks). The backend
+//   translates through its page table (fed by DeviceMmu) and checks the executor's rights there:
+//   READ on the source and READWRITE on the destination for device memory (a device block is
+//   also reachable from a device with peer access to its owner), the HOST location's rights for
+//   host memory, whichever device executes. A range that is not fully mapped, or that the
+//   executor may not reach, fails with kBadAddress / kNoAccess naming the side and the first
+//   address; the core builds the message from its own bookkeeping on that path only.
 // - kManaged: an address in the managed window. Residency is the backend's (unified_memory.h),
-//   so only the backend can say where those bytes are *when the command runs*: it applies its
-//   migration policy for `executor` and moves the bytes. The core passes no extents.
+//   so only the backend can say where those bytes are when the command runs: it applies its
+//   migration policy for `executor` and moves the bytes.
+// The core classifies an endpoint only to pick the kind (its pointer index answers that); a
+// mapping made or removed after a command was queued and before it runs is what the command
+// sees, as on hardware (an unmap before execution fails the copy at the stream's next
+// synchronisation).
 //
 // Contract
-// - Sizes are > 0; a kMapped endpoint's extents cover exactly `size` bytes and every PhysicalId
-//   in them is live until the operation completes: the core pins the memory (its shared
-//   references) for a synchronous call's duration and for a queued command until its Completion
-//   ran. Extent arrays and everything a Command points to stay valid until then too.
+// - Sizes are > 0. The backend keeps every physical object it translated to alive while it
+//   copies from or into it (emu: a reference taken at translation), so a concurrent unmap or free
+//   never pulls memory from under a running copy. Everything a Command points to stays valid
+//   until its Completion ran.
 // - Outcome: CopyOutcome::result 0, or the failure with the side and the first address that
 //   could not be read or written (the core's 507899 message names them). Bytes before that
 //   address may have been written.
@@ -69,10 +77,8 @@ namespace aclvmm::dev {
 enum class EndpointKind : uint8_t { kHostMemory, kMapped, kManaged };
 
 struct CopyEndpoint {
-  uint64_t address = 0;  // always the virtual address the caller named
+  uint64_t address = 0;  // always the virtual address the caller named; translated at execution
   EndpointKind kind = EndpointKind::kHostMemory;
-  const PhysicalExtent* extents = nullptr;  // kMapped only
-  size_t extent_count = 0;
 };
 
 struct CopyRequest {

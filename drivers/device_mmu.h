@@ -39,7 +39,9 @@
 // Threading: map, unmap and set_access of different mappings run concurrently (the core holds
 // only the reservation's lock: mapping threads must not serialize in the backend, or the map
 // scaling rows of docs/performance.md regress); calls on one range are serialized by the core.
-// Copies by extent never consult the page table, so they race with nothing here.
+// Copies translate through the page table when they execute (copy_engine.h): a copy racing an
+// unmap of its range sees each 2 MiB piece either mapped or not, never half-updated, and keeps
+// the physical memory it found alive until it is done.
 // May block: only where a CPU mapping is made or removed (mmap), never on another thread.
 #pragma once
 

@@ -78,7 +78,8 @@ struct Executor {
   uint64_t peer_mask = 0;
 };
 
-// A piece of a physical allocation: what a virtual range resolves to through the device MMU.
+// A piece of a physical allocation: what a virtual range resolves to through the device MMU (a
+// backend's own translation; the copy engine takes virtual addresses, copy_engine.h).
 struct PhysicalExtent {
   PhysicalId memory;
   uint64_t offset = 0;

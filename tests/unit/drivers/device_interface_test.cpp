@@ -194,8 +194,7 @@ static_assert(std::is_same_v<decltype(&open_device_backend),
               "the factory keeps its documented signature");
 static_assert(sizeof(Result) == 4 && std::is_trivially_copyable_v<Result>,
               "a Result costs what an int did");
-static_assert(std::is_trivially_copyable_v<PhysicalExtent> && std::is_trivially_copyable_v<Command>,
-              "commands and extents cross threads by copy");
+static_assert(std::is_trivially_copyable_v<Command>, "commands cross threads by copy");
 
 TEST(DeviceInterfaceTest, EveryUnitHasAStubAndEveryStubAnswers) {
   StubBackend backend;
@@ -299,7 +298,7 @@ TEST(DeviceInterfaceTest, CapabilitiesClaimNothingByDefault) {
   const Capabilities c;
   const bool claims[] = {c.map_without_access,  c.access_none_and_read,
                          c.cpu_visible_device_memory, c.cpu_visible_host_memory,
-                         c.map_routes,          c.copies_by_extent,
+                         c.map_routes,
                          c.host_tasks,          c.host_numa,
                          c.sharing,             c.fabric_sharing,
                          c.disable_validation,  c.managed_memory,
