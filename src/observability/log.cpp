@@ -23,7 +23,9 @@ namespace {
 std::atomic<int> g_level{-1};
 std::atomic<int> g_stdout{0};
 std::mutex g_mu;
-std::shared_ptr<spdlog::logger> g_logger;  // created on the first line, not at start-up
+// Created on the first line, not at start-up, and never destroyed: a thread that calls exit()
+// (an emulated kernel may) runs the static destructors while other threads still log.
+std::shared_ptr<spdlog::logger>& g_logger = *new std::shared_ptr<spdlog::logger>();
 std::mutex g_clock_mu;                     // local_time(); taken under g_mu, never around it
 
 int read_level() {

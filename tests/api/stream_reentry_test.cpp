@@ -240,8 +240,11 @@ TEST(StreamReentryThread, ExitFromAKernelEndsTheProcess) {
     aclrtStream s = nullptr;
     if (aclrtCreateStream(&s) != kOk) return 2;
     if (aclvmmLaunchKernel(s, exiting_kernel, nullptr) != kOk) return 3;
-    (void)aclrtSynchronizeStream(s);  // the process ends meanwhile
-    return 4;
+    // The process ends meanwhile. The exit handlers' teardown may end this synchronisation
+    // first: this thread then waits too, so only the kernel's exit(7) can end the process (a
+    // return here would race it with _exit, and a hang is the deadline's to catch).
+    (void)aclrtSynchronizeStream(s);
+    for (;;) pause();
   });
   EXPECT_FALSE(r.hung);
   EXPECT_EQ(r.signal, 0) << "killed by a signal (an abort: the teardown joined its own thread)";
