@@ -22,7 +22,10 @@
 //   (one immutable snapshot) and the listener it reports through; kNotFound for an unknown name,
 //   kNotSupported when the backend cannot run here (hal: no driver, only the stub). On success
 //   every unit exists (a unit the backend lacks answers kNotSupported to everything and its
-//   capabilities say so) and the windows are placed: layout() is final.
+//   capabilities say so; drivers/unsupported_units.h) and the windows are placed: layout() is
+//   final (empty for a backend without the AddressWindows unit). open_device_backend() returns
+//   the backend behind the failure-injection decorator (drivers/injection/): every "dev.*" rule
+//   the listener arms reaches it.
 // - The unit references are valid for the backend's life and never change: the core fetches
 //   each once at start and calls through it directly (one virtual call per operation on the hot
 //   paths, none for the layout, capabilities or page size, which it copies).
@@ -73,7 +76,8 @@ namespace aclvmm::dev {
 struct EmulationOptions {
   std::string soc = "Ascend910B1";  // ACLVMM_SOC: what DeviceProperties::soc_name reports
   int32_t device_count = 8;         // ACLVMM_DEVICE_COUNT
-  uint64_t device_memory = 0;       // ACLVMM_DEVICE_MEMORY (0: the SoC's size, given by the core)
+  uint64_t device_memory = 0;       // ACLVMM_DEVICE_MEMORY: > 0, the core resolves the SoC's
+                                    // size before opening (emu refuses 0: kInvalidArgument)
   bool host_access_open = false;    // ACLVMM_HOST_ACCESS=open: every mapping CPU-visible
   bool host_numa = true;            // ACLVMM_HOST_NUMA=off: a host without NUMA
   int32_t server_id = 0;            // ACLVMM_SERVER_ID (FABRIC)

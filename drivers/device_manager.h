@@ -10,14 +10,21 @@
 //   state the memory groups need; before the first open of any device, the memory groups may
 //   answer kBadAddress (INVALID_HANDLE on hardware) as the driver does. Results: kInvalidArgument
 //   for an id out of range, kBusy for a second open without close.
+// - Every method taking a device id answers kInvalidArgument for one out of range (properties,
+//   memory_info, the peer calls; can_access_peer: false), and close() for a device that is not
+//   open.
 // - close(d): the last aclrtResetDevice. What it does to memory of d that is still allocated is
 //   the driver's (the HAL destroys every block of d; emu keeps them until released); the core
 //   does not rely on either and releases what it holds first when it tears down.
 // - memory_info(): capacity and free bytes as the backend accounts them. Capacity is the
 //   backend's alone: physical allocations, blocks and managed pages resident on a device are
-//   charged by the backend, which refuses with kOutOfMemory when the device is full.
-// - enable_peer(d, peer) lets d reach peer's memory (one direction). The core keeps the peer masks
-//   that copies check (they are read on every copy) and calls this when a mask bit is set.
+//   charged by the backend, which refuses with kOutOfMemory when the device is full. kHbm and
+//   kP2pHbm are the device's memory; kDdr and kP2pDdr the DDR the driver reports (emu: the host's
+//   memory as the host reports it, what aclrtGetMemInfo answers for DDR today). A backend that
+//   does not pool page sizes apart reports the same bytes as huge and giant.
+// - enable_peer(d, peer) lets d reach peer's memory (one direction); disable_peer() ends it;
+//   both are idempotent. d == peer is kInvalidArgument. The core keeps the peer masks that copies
+//   check (they are read on every copy) and calls this when a mask bit is set.
 // - bare_tgid(): this process's pid in the initial pid namespace: what another process passes to
 //   Sharing::set_pids to admit this one (-1 when the driver cannot tell).
 //

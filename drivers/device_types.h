@@ -6,8 +6,9 @@
 //   that returned it until the call that ends it (release, destroy), and the core passes only live
 //   ids: a backend may trust them as the vendor's HAL trusts its handle pointers (the emu backend's
 //   PhysicalId is its object's address, the hal backend's is the drv_mem_handle_t*, hal.md §6.2
-//   rule 4). The fake backend validates every id and answers a dead one with -EBADF, so that a
-//   core bug fails a unit test instead of corrupting memory.
+//   rule 4). The fake backend validates every id and answers a dead or forged one with
+//   kInvalidArgument (-EINVAL, what the kernel answers for a handle it does not know) and counts
+//   it, so that a core bug fails a unit test instead of corrupting memory.
 // - Device ids are the driver's logical ids (after ASCEND_RT_VISIBLE_DEVICES; the core converts
 //   user ids), 0 .. DeviceManager::device_count()-1. kNoDevice is "no device": the host, or a
 //   thread without a current context.

@@ -20,12 +20,13 @@
 // - create_statistics_segment(): a segment named <dir>/<prefix>.<uid>.<pid>, zero-filled,
 //   invisible to readers until publish() (docs/smi.md: the directory is hostile; the checks stay
 //   the implementation's). kNotFound for a missing directory, kNotSupported when the host
-//   has none. The segment's mapping lives as long as the object; a forked child stops writing the
-//   parent's segment (its copy becomes private) and never removes its name.
+//   has none. publish() once; withdraw() removes the name (a no-op before publish). The
+//   segment's mapping lives as long as the object; a forked child stops writing the parent's
+//   segment (its copy becomes private) and never removes its name.
 // - allocate_table(): zero-filled memory of `bytes`, populated on first touch, on huge pages
 //   where the host allows (the pointer index: a random lookup must not miss the TLB). Never
-//   returned while the process runs; nullptr when it cannot be had (the core then answers from
-//   its trees).
+//   returned while the process runs (fake: freed with the backend, which no core user of the
+//   table outlives); nullptr when it cannot be had (the core then answers from its trees).
 //
 // Threading: every method from any thread. A segment's data() is written by the core's threads
 // with atomics; publish/withdraw are called by the core once each.

@@ -2,10 +2,13 @@
 // docs/device-interface.md, "Failure injection".
 //
 // Two levels:
-// - "dev.<group>.<operation>": one per operation of the device interface. Checked by the
-//   injecting decorator (drivers/injection/, wrapped around every backend), so the core's
-//   rollback of every multi-step call is testable the same way on emu, fake and hal. The rule's
-//   code is an errno; the operation returns it as Result::from_errno without running.
+// - "dev.<group>.<operation>": one per operation of the device interface that changes state
+//   (queries have none). Checked by the injecting decorator (drivers/injection/, wrapped around
+//   every backend by open_device_backend), so the core's rollback of every multi-step call is
+//   testable the same way on emu, fake and hal. The rule's code is an errno; the operation
+//   returns it as Result::from_errno without running. The decorator learns the rules from the
+//   BackendListener (InjectionGate), never from the core's headers. One exception:
+//   dev.queue.execute is checked where the command runs (below).
 // - "<backend>.<unit>.<step>": a step inside one backend, checked by that backend through
 //   BackendListener/InjectionGate where it makes the system call (or driver call) that can
 //   fail. Only the backend can reach these: they run inside an interface operation (a CPU
@@ -42,7 +45,9 @@ inline constexpr const char kCopySync[] = "dev.copy.copy";
 inline constexpr const char kFillSync[] = "dev.copy.fill";
 inline constexpr const char kQueueCreate[] = "dev.queue.create";
 inline constexpr const char kQueueSubmit[] = "dev.queue.submit";
-inline constexpr const char kQueueExecute[] = "dev.queue.execute";  // the command fails when run
+// The command fails when it runs: checked by the backend's queue executor through
+// InjectionGate on its own thread (the decorator sees only the submit).
+inline constexpr const char kQueueExecute[] = "dev.queue.execute";
 inline constexpr const char kShareExport[] = "dev.share.export";
 inline constexpr const char kShareDisableValidation[] = "dev.share.disable_validation";
 inline constexpr const char kShareSetPids[] = "dev.share.set_pids";
@@ -53,6 +58,18 @@ inline constexpr const char kManagedAdvise[] = "dev.managed.advise";
 inline constexpr const char kManagedPrefetch[] = "dev.managed.prefetch";
 inline constexpr const char kHostStatsSegment[] = "dev.host.stats_segment";
 inline constexpr const char kHostTable[] = "dev.host.allocate_table";
+
+// Every interface-level step, for sweeps and for the decorator's test of its coverage.
+inline constexpr const char* kInterfaceSteps[] = {
+    kDeviceOpen,     kDeviceClose,      kDevicePeer,      kWindowReserve,
+    kWindowRelease,  kPhysicalCreate,   kPhysicalRelease, kPhysicalRoute,
+    kBlockAllocate,  kBlockFree,        kMmuMap,          kMmuUnmap,
+    kMmuSetAccess,   kMmuGrantPeer,     kCopySync,        kFillSync,
+    kQueueCreate,    kQueueSubmit,      kQueueExecute,    kShareExport,
+    kShareDisableValidation,            kShareSetPids,    kShareImport,
+    kManagedAllocate, kManagedFree,     kManagedAdvise,   kManagedPrefetch,
+    kHostStatsSegment, kHostTable,
+};
 
 // ---- inside the emu backend
 inline constexpr const char kEmuWindowClaim[] = "emu.window.claim";

@@ -13,11 +13,15 @@
 //   gating). The new memory reads as zeros. Capacity is the backend's: kOutOfMemory when the
 //   location is full (the core's 207001), the charge reported through
 //   BackendListener::usage_changed. kNotSupported for a combination the driver does not offer
-//   (e.g. kHostNuma without Capabilities::host_numa).
+//   (e.g. kHostNuma without Capabilities::host_numa, kGiant without Capabilities::giant_page).
+//   A location that names no device or NUMA node is kInvalidArgument on every backend (each
+//   indexes its capacity by it, so none may trust it blindly). *out is written only on success.
 // - release(): ends the object as far as this process's handle goes. The bytes live on while a
 //   mapping (the core unmaps first) or another process (an import) holds them; the object's
 //   exports end here (no new import succeeds: sharing.h). The core calls it exactly once, when its
-//   last reference (ref and map_ref, behavior.md §6) goes; the id is dead afterwards.
+//   last reference (ref and map_ref, behavior.md §6) goes; the id is dead afterwards. The charge
+//   is returned when the bytes go, i.e. when the last holder lets go (emu: a copy still running
+//   on the object, from migration step 3), with its usage_changed.
 // - properties(): the properties the driver stores for the object (for an import: the
 //   exporter's). The core keeps its own copy and asks only with
 //   Capabilities::authoritative_queries.
@@ -55,6 +59,17 @@ struct PhysicalProperties {
 };
 
 enum class Granularity : uint8_t { kMinimum = 0, kRecommended = 1 };
+
+// The granule of a page type: sizes of physical memory and of mappings are multiples of it
+// (behavior.md §1: 2 MiB, also for PageType::kNormal; 1 GiB for kGiant). Minimum and
+// recommended granularity are both this on every backend so far.
+constexpr uint64_t page_granule(PageType type) {
+  return type == PageType::kGiant ? kGiB : 2 * kMiB;
+}
+
+// Map routes (aclrtMemLinkType 0..3): which of them a product offers is the core's product rule;
+// a backend answers kNotFound for a route it does not know (the core's 207021).
+inline constexpr uint32_t kMapRouteCount = 4;
 
 class PhysicalAllocator {
  public:

@@ -5,7 +5,7 @@
 #   build        configure + build <repo>/build (RelWithDebInfo)
 #   test         ctest over <repo>/build
 #   asan-build   configure + build <repo>/build-asan (address,undefined at -O1 -g1; no benches/examples)
-#   asan         ctest -L 'unit|api|integration|abi' over build-asan
+#   asan         ctest -L 'unit|api|integration|abi|conformance' over build-asan
 #   tsan-build   configure + build <repo>/build-tsan (thread at -O1 -g1; the unit and API test
 #                binaries only, where the concurrency tests are)
 #   tsan         ctest -R 'Concurrency|Thread' over build-tsan
@@ -137,7 +137,7 @@ else
         # Leak detection is off: the runtime is a process-lifetime singleton.
         run_ctest asan "$ASAN_BUILD" \
             env ASAN_OPTIONS=detect_leaks=0:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-            -- -L 'unit|api|integration|abi'
+            -- -L 'unit|api|integration|abi|conformance'
     else
         record asan SKIP "build failed"
     fi

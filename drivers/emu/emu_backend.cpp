@@ -1,15 +1,15 @@
 #include "drivers/emu/emu_backend.h"
 
-#include <sys/mman.h>
-
 #include <cerrno>
 
 #include "drivers/emu/address_space.h"
 #include "drivers/emu/host_copy.h"
-#include "drivers/emu/host_info.h"
 #include "drivers/emu/memfd_memory.h"
-#include "drivers/emu/stats_segment.h"
+#include "drivers/emu/numa_binding.h"
 #include "drivers/emu/util.h"
+#include "drivers/host/host_facts.h"
+#include "drivers/host/stats_segment.h"
+#include "drivers/host/table_memory.h"
 
 namespace aclvmm::drv::emu {
 
@@ -35,7 +35,7 @@ int EmuBackend::adopt_physical(int fd, uint64_t size, std::shared_ptr<PhysicalMe
 
 int EmuBackend::create_stats_segment(const std::string& dir, const std::string& prefix,
                                      size_t size, std::shared_ptr<StatsSegment>* out) {
-  return ShmStatsSegment::create(dir, prefix, size, out);
+  return dev::host::ShmStatsSegment::create(dir, prefix, size, out);
 }
 
 int EmuBackend::map_cpu(uint64_t va, uint64_t size, PhysicalMemory& mem, uint64_t offset,
@@ -57,19 +57,14 @@ int EmuBackend::host_fill(void* dst, uint8_t value, size_t n) {
   return emu::host_fill(dst, value, n);
 }
 
-uint64_t EmuBackend::host_memory_total() { return emu::host_memory_total(); }
-uint64_t EmuBackend::host_memory_free() { return emu::host_memory_free(); }
-int EmuBackend::numa_node_count() { return emu::numa_node_count(); }
-int EmuBackend::current_numa_node() { return emu::current_numa_node(); }
+// Host facts, statistics segments and tables are the host's (drivers/host/), shared with the
+// device interface's HostServices.
+uint64_t EmuBackend::host_memory_total() { return dev::host::memory_total(); }
+uint64_t EmuBackend::host_memory_free() { return dev::host::memory_free(); }
+int EmuBackend::numa_node_count() { return dev::host::numa_node_count(); }
+int EmuBackend::current_numa_node() { return dev::host::current_numa_node(); }
 size_t EmuBackend::host_page_size() { return static_cast<size_t>(page_size()); }
 
-void* EmuBackend::allocate_table(uint64_t bytes) {
-  void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
-                   -1, 0);
-  if (p == MAP_FAILED) return nullptr;
-  // Best effort: with transparent huge pages set to "never" the table works on small pages.
-  (void)::madvise(p, bytes, MADV_HUGEPAGE);
-  return p;
-}
+void* EmuBackend::allocate_table(uint64_t bytes) { return dev::host::map_table(bytes); }
 
 }  // namespace aclvmm::drv::emu

@@ -17,6 +17,8 @@
 #include <cstring>
 #include <vector>
 
+#include "drivers/host/process_facts.h"
+
 // SO_PEERPIDFD (Linux 6.5) is missing from older libc headers; 77 is its asm-generic value, which
 // is what these architectures use. Elsewhere the pid-reuse check below is simply skipped.
 #if !defined(SO_PEERPIDFD) && (defined(__x86_64__) || defined(__i386__) || defined(__aarch64__) || \
@@ -97,21 +99,6 @@ int take_first_fd(msghdr* mh) {
     }
   }
   return kept;
-}
-
-bool read_all(const char* path, char* buf, size_t cap, size_t* len) {
-  int fd = ::open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return false;
-  size_t got = 0;
-  while (got < cap) {
-    ssize_t r = ::read(fd, buf + got, cap - got);
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) break;
-    got += static_cast<size_t>(r);
-  }
-  ::close(fd);
-  *len = got;
-  return got > 0;
 }
 
 // The pid (0 when it is not visible in this pid namespace) and uid the kernel recorded for the
@@ -212,7 +199,7 @@ int UnixShareTransport::peer_pid_in_own_namespace(int fd) {
   std::snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", pidfd);
   char buf[1024];
   size_t got = 0;
-  const bool ok = read_all(path, buf, sizeof(buf) - 1, &got);
+  const bool ok = dev::host::read_small_file(path, buf, sizeof(buf) - 1, &got);
   ::close(pidfd);
   if (!ok) return 0;
   buf[got] = '\0';
@@ -385,29 +372,9 @@ void UnixShareTransport::close(int fd) {
   if (fd >= 0) ::close(fd);
 }
 
+// The parser the statistics segments' owners and the monitor use as well: one answer per pid.
 uint64_t UnixShareTransport::process_start_time(int pid) {
-  if (pid <= 0) return 0;
-  char path[32];
-  std::snprintf(path, sizeof(path), "/proc/%d/stat", pid);
-  char buf[1024];
-  size_t len = 0;
-  if (!read_all(path, buf, sizeof(buf) - 1, &len)) return 0;
-  buf[len] = '\0';
-  // comm (field 2) is whatever the process named itself, spaces and parentheses included; only
-  // the last ')' reliably ends it.
-  const char* p = static_cast<const char*>(::memrchr(buf, ')', len));
-  if (p == nullptr) return 0;
-  ++p;
-  // Fields 3..21 precede starttime (field 22).
-  for (int field = 3; field < 22; ++field) {
-    while (*p == ' ') ++p;
-    while (*p != ' ' && *p != '\0') ++p;
-    if (*p == '\0') return 0;
-  }
-  char* end = nullptr;
-  unsigned long long ticks = std::strtoull(p, &end, 10);
-  if (end == p) return 0;
-  return static_cast<uint64_t>(ticks);
+  return dev::host::process_start_time(pid);
 }
 
 // The kernel computes /proc/<pid>/stat's starttime as the fork's CLOCK_BOOTTIME truncated to

@@ -9,8 +9,18 @@
 #                             from the files of VMM_USES_RUNTIME below
 #   src/api                   base, observability, runtime, vmm (never drivers/: the façade
 #                             reaches the device through the core)
-#   drivers/*                 the driver interface, the backends (registry), base/status.h
-#   drivers/<backend>/        the driver interface, its own backend, base/status.h
+#   drivers/*                 the driver interface, the backends and the shared modules
+#                             (registries), base/status.h
+#   drivers/host/, drivers/injection/
+#                             shared modules (the POSIX host services; the failure-injection
+#                             decorator): the driver interface, their own files, base/status.h
+#   drivers/<backend>/        the driver interface, its own backend, the shared modules,
+#                             base/status.h; never drivers/host/ from drivers/fake/ (the fake
+#                             makes no system call: docs/device-interface.md §8, D11)
+#   tests/conformance/        the driver interface, the backends and shared modules (whose test
+#                             hooks it uses), its own files, the unit tests' helpers
+#                             (tests/unit/testing/); nothing of src/ (the suite tests backends
+#                             without the core)
 #
 # Nothing in src/ but api includes api/, and nothing in src/ includes a backend (drivers/emu/...).
 # The source tree has no other directories, and the unit tests mirror it: every
@@ -28,6 +38,8 @@ if [ "$#" -ne 1 ]; then
 fi
 repo="$1"
 layers="base observability runtime vmm api"
+# Directories of drivers/ that are shared by the backends, not backends themselves.
+shared_driver_dirs="host injection"
 
 # vmm files that still reach the runtime through Runtime::get() (its devices, pools, tables and
 # configuration). They get those as dependencies at construction in the second half of issue 14;
@@ -53,13 +65,20 @@ target_kind() {
     case "$1" in
         acl/*|aclvmm/*) echo public ;;
         base/*|observability/*|runtime/*|vmm/*|api/*) echo "${1%%/*}" ;;
-        drivers/*/*) local rest="${1#drivers/}"; echo "backend:${rest%%/*}" ;;
+        drivers/*/*) local rest="${1#drivers/}"; driver_dir_kind "${rest%%/*}" ;;
         drivers/*) echo interface ;;
+        conformance/*) echo conformance ;;
+        unit/testing/*) echo unit-testing ;;
         *) echo unknown ;;
     esac
 }
 
 in_list() { grep -qxF "$1" <<<"$2"; }
+
+# The kind of a directory directly under drivers/: shared:<dir> or backend:<dir>.
+driver_dir_kind() {
+    if in_list "$1" "$(tr ' ' '\n' <<<"$shared_driver_dirs")"; then echo "shared:$1"; else echo "backend:$1"; fi
+}
 
 # allowed <source kind> <file name> <include> <target kind>: 0 when the include is allowed;
 # otherwise prints the rule it breaks.
@@ -90,13 +109,24 @@ allowed() {
             case "$tgt" in base|observability|runtime|vmm|api) return 0 ;; esac
             echo "api reaches the device through the core, not drivers/" ;;
         drivers)
-            case "$tgt" in interface|backend:*) return 0 ;; esac
+            case "$tgt" in interface|backend:*|shared:*) return 0 ;; esac
             [ "$inc" = base/status.h ] && return 0
             echo "drivers/ includes nothing from src/ but base/status.h" ;;
-        backend:*)
+        shared:*)
             case "$tgt" in interface|"$src") return 0 ;; esac
             [ "$inc" = base/status.h ] && return 0
-            echo "a backend includes the driver interface, its own files and base/status.h only" ;;
+            echo "a shared driver module includes the driver interface, its own files and base/status.h only" ;;
+        backend:fake)
+            case "$tgt" in interface|"$src"|shared:injection) return 0 ;; esac
+            [ "$inc" = base/status.h ] && return 0
+            echo "the fake backend includes the driver interface, its own files, drivers/injection/ and base/status.h only (no drivers/host/: it makes no system call)" ;;
+        backend:*)
+            case "$tgt" in interface|"$src"|shared:*) return 0 ;; esac
+            [ "$inc" = base/status.h ] && return 0
+            echo "a backend includes the driver interface, its own files, the shared modules (drivers/host, drivers/injection) and base/status.h only" ;;
+        conformance)
+            case "$tgt" in interface|backend:*|shared:*|conformance|unit-testing) return 0 ;; esac
+            echo "the conformance suite includes the driver interface, backends, shared modules, its own files and tests/unit/testing/ only" ;;
     esac
     return 1
 }
@@ -125,12 +155,17 @@ while IFS= read -r rel; do
     case "$rel" in *.h|*.cpp) check_file "$rel" "$layer" ;; esac
 done < <(cd "$repo" && find src -type f | sort)
 
-# drivers/: the interface and registry at the top, one directory per backend.
+# drivers/: the interface and registries at the top, one directory per backend or shared module.
 while IFS= read -r rel; do
     sub="${rel#drivers/}"
-    if [ "$sub" = "${sub%%/*}" ]; then kind=drivers; else kind="backend:${sub%%/*}"; fi
+    if [ "$sub" = "${sub%%/*}" ]; then kind=drivers; else kind="$(driver_dir_kind "${sub%%/*}")"; fi
     check_file "$rel" "$kind"
 done < <(cd "$repo" && find drivers -type f \( -name '*.h' -o -name '*.cpp' \) | sort)
+
+# tests/conformance/: device-level tests of the backends, without the core.
+while IFS= read -r rel; do
+    check_file "$rel" conformance
+done < <(cd "$repo" && [ -d tests/conformance ] && find tests/conformance -type f \( -name '*.h' -o -name '*.cpp' \) | sort)
 
 # VMM_USES_RUNTIME only shrinks: every entry is a vmm file that includes runtime/runtime.h.
 for name in $VMM_USES_RUNTIME; do

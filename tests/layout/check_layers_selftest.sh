@@ -18,7 +18,7 @@ trap 'rm -rf "$work"' EXIT
 copy_tree() {  # copy_tree <destination>: what the check reads
     mkdir -p "$1/tests"
     cp -r "$repo/src" "$repo/drivers" "$1/"
-    cp -r "$repo/tests/unit" "$1/tests/"
+    cp -r "$repo/tests/unit" "$repo/tests/conformance" "$1/tests/"
 }
 
 # file the check must name | what is done to the copy (a shell command run in the copy)
@@ -33,6 +33,10 @@ mutations=(
     "src/api/api_memory.cpp|$(add src/api/api_memory.cpp drivers/driver.h)"
     "drivers/emu/util.h|$(add drivers/emu/util.h vmm/physical.h)"
     "drivers/registry.cpp|$(add drivers/registry.cpp runtime/runtime.h)"
+    "drivers/fake/fake_host.cpp|$(add drivers/fake/fake_host.cpp drivers/host/host_facts.h)"
+    "drivers/host/host_facts.cpp|$(add drivers/host/host_facts.cpp drivers/emu/util.h)"
+    "drivers/injection/injecting_units.cpp|$(add drivers/injection/injecting_units.cpp drivers/fake/fake_machine.h)"
+    "tests/conformance/harness.h|$(add tests/conformance/harness.h vmm/physical.h)"
     "src/runtime/stream.cpp|$(add src/runtime/stream.cpp core/status.h)"
     "src/core/leftover.cpp|mkdir -p src/core && echo '// a file outside the layers' > src/core/leftover.cpp"
     "src/vmm/vmm_malloc.cpp|sed -i '/#include \"runtime\\/runtime.h\"/d' src/vmm/vmm_malloc.cpp"

@@ -4,7 +4,8 @@
 #include <cstring>
 #include <memory>
 
-#include "drivers/emu/stats_segment.h"
+#include "drivers/host/process_facts.h"
+#include "drivers/host/stats_segment.h"
 #include "observability/smi_layout.h"
 
 namespace aclvmm::smi_tool {
@@ -15,7 +16,7 @@ std::string text_field(const char* p, size_t cap) { return std::string(p, strnle
 // A segment this version understands, written by the process its name says: every header field
 // is checked, since any user can put any bytes into a file of that name (the view is a private
 // copy, so the values cannot change between check and use).
-const smi::Segment* parse(const drv::emu::StatsView& view, const drv::emu::StatsFile& file) {
+const smi::Segment* parse(const dev::host::StatsView& view, const dev::host::StatsFile& file) {
   if (view.size() < sizeof(smi::Segment)) return nullptr;
   const auto* s = static_cast<const smi::Segment*>(view.data());
   if (s->magic != smi::kMagic || s->version != smi::kVersion || s->size != sizeof(smi::Segment)) {
@@ -32,7 +33,7 @@ const smi::Segment* parse(const drv::emu::StatsView& view, const drv::emu::Stats
 // The owner is alive when its pid exists with the recorded start time (0: unknown at creation,
 // then only the pid can be checked).
 bool owner_alive(const smi::Segment& s) {
-  const uint64_t now = drv::emu::process_start_time(s.pid);
+  const uint64_t now = dev::host::process_start_time(s.pid);
   if (now == 0) return false;
   return s.start_time == 0 || now == s.start_time;
 }
@@ -60,13 +61,13 @@ void summarise(Snapshot* snap) {
 
 int take_snapshot(const std::string& dir, bool remove_stale, Snapshot* out) {
   out->dir = dir;
-  std::vector<drv::emu::StatsFile> files;
-  if (int rc = drv::emu::list_stats_segments(dir, smi::kPrefix, &files)) return rc;
-  const uint64_t own_ns = drv::emu::own_pid_namespace();
-  for (const drv::emu::StatsFile& f : files) {
-    std::unique_ptr<drv::emu::StatsView> view;
+  std::vector<dev::host::StatsFile> files;
+  if (int rc = dev::host::list_stats_segments(dir, smi::kPrefix, &files)) return rc;
+  const uint64_t own_ns = dev::host::own_pid_namespace();
+  for (const dev::host::StatsFile& f : files) {
+    std::unique_ptr<dev::host::StatsView> view;
     // Withdrawn meanwhile, not a regular file, too short, or unreadable: skipped.
-    if (drv::emu::StatsView::open(f.path, sizeof(smi::Segment), &view) != 0) continue;
+    if (dev::host::StatsView::open(f.path, sizeof(smi::Segment), &view) != 0) continue;
     const smi::Segment* s = parse(*view, f);
     if (s == nullptr) continue;  // another version's, or not a segment at all: not ours to judge
     // A process in another pid namespace (a container sharing /dev/shm): its pid cannot be
@@ -74,7 +75,7 @@ int take_snapshot(const std::string& dir, bool remove_stale, Snapshot* out) {
     if (s->pid_namespace != 0 && own_ns != 0 && s->pid_namespace != own_ns) continue;
     if (!owner_alive(*s)) {
       StaleSegment stale{f.pid, f.path, false};
-      if (remove_stale) stale.removed = drv::emu::remove_stats_segment(*view) == 0;
+      if (remove_stale) stale.removed = dev::host::remove_stats_segment(*view) == 0;
       out->stale.push_back(stale);
       continue;
     }

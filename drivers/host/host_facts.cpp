@@ -1,17 +1,13 @@
-#include "drivers/emu/host_info.h"
+#include "drivers/host/host_facts.h"
 
 #include <numa.h>
 #include <sched.h>
-#include <numaif.h>
 #include <sys/sysinfo.h>
 
-#include <cerrno>
 #include <cstdio>
 #include <cstring>
 
-#include "drivers/emu/util.h"
-
-namespace aclvmm::drv::emu {
+namespace aclvmm::dev::host {
 namespace {
 
 // Bytes of a /proc/meminfo field, or 0 when the file or the field is missing.
@@ -31,13 +27,9 @@ uint64_t meminfo_bytes(const char* key) {
   return result;
 }
 
-// Bits the kernel's node mask can hold (MAX_NUMNODES is at most 1024 on x86_64 and arm64).
-constexpr int kMaskBits = 1024;
-constexpr int kBitsPerWord = 8 * sizeof(unsigned long);
-
 }  // namespace
 
-uint64_t host_memory_total() {
+uint64_t memory_total() {
   if (uint64_t v = meminfo_bytes("MemTotal")) return v;
   struct sysinfo si;
   if (::sysinfo(&si) != 0) return 0;
@@ -45,7 +37,7 @@ uint64_t host_memory_total() {
 }
 
 // MemAvailable rather than MemFree: page cache is reclaimable and counts as free for allocation.
-uint64_t host_memory_free() {
+uint64_t memory_free() {
   if (uint64_t v = meminfo_bytes("MemAvailable")) return v;
   struct sysinfo si;
   if (::sysinfo(&si) != 0) return 0;
@@ -57,27 +49,6 @@ int numa_node_count() {
   return ::numa_num_configured_nodes();
 }
 
-int bind_numa(uint64_t va, uint64_t size, int node) {
-  if (::numa_available() < 0) return -EOPNOTSUPP;
-  if (node < -1 || node > ::numa_max_node() || node >= kMaskBits) return -EINVAL;
-  if (!valid_page_range(va, size)) return -EINVAL;
-  if (node == -1) {
-    return ::mbind(reinterpret_cast<void*>(static_cast<uintptr_t>(va)), size, MPOL_DEFAULT,
-                   nullptr, 0, 0) == 0
-               ? 0
-               : -errno;
-  }
-  // A mask on the stack: libnuma's bitmask allocator exits the process when out of memory.
-  unsigned long mask[kMaskBits / kBitsPerWord] = {};
-  mask[node / kBitsPerWord] = 1ul << (node % kBitsPerWord);
-  // On a shared memfd mapping the policy lands on the file itself, so every later mapping and
-  // fault of it follows; MOVE migrates pages that were touched before the binding.
-  if (::mbind(reinterpret_cast<void*>(static_cast<uintptr_t>(va)), size, MPOL_BIND, mask,
-              kMaskBits + 1, MPOL_MF_MOVE) != 0)
-    return -errno;
-  return 0;
-}
-
 int current_numa_node() {
   if (numa_available() < 0) return 0;
   int cpu = sched_getcpu();
@@ -85,4 +56,4 @@ int current_numa_node() {
   return node < 0 ? 0 : node;
 }
 
-}  // namespace aclvmm::drv::emu
+}  // namespace aclvmm::dev::host

@@ -1,8 +1,9 @@
 // Statistics segments (docs/smi.md): one small file per process in a shared-memory directory
 // (/dev/shm by default), mapped shared so that the owner's counters are visible to monitors
-// without any call on the owner's side. The writer is ShmStatsSegment (Backend::
-// create_stats_segment); the rest is what a monitor (tools/aclvmm-smi) needs to find and read
-// the segments of all processes.
+// without any call on the owner's side. The writer is ShmStatsSegment (HostServices::
+// create_statistics_segment, and drv::Backend::create_stats_segment until driver.h goes); the
+// rest is what a monitor (tools/aclvmm-smi) needs to find and read the segments of all
+// processes. Every backend on a POSIX host shares them (drivers/host/, D11).
 //
 // The directory is shared with every other user, so everything in it is treated as hostile:
 // - the writer creates its file exclusively under an unpredictable temporary name, checks that it
@@ -23,8 +24,14 @@
 #include <vector>
 
 #include "drivers/driver.h"
+#include "drivers/host/process_facts.h"
 
-namespace aclvmm::drv::emu {
+namespace aclvmm::dev::host {
+
+// The writer implements the old seam's interface until migration step 9 removes driver.h
+// (posix_host_services.cpp presents it as a dev::StatisticsSegment meanwhile).
+using drv::StatsOwner;
+using drv::StatsSegment;
 
 class ShmStatsSegment final : public StatsSegment {
  public:
@@ -113,9 +120,4 @@ class StatsView {
 // process with the same pid may have published its segment since the view was opened.
 int remove_stats_segment(const StatsView& view);
 
-// Start time of `pid` in /proc/<pid>/stat units, 0 when there is no such process.
-uint64_t process_start_time(int pid);
-// The calling process's pid namespace (inode of /proc/self/ns/pid), 0 when unknown.
-uint64_t own_pid_namespace();
-
-}  // namespace aclvmm::drv::emu
+}  // namespace aclvmm::dev::host

@@ -1,6 +1,6 @@
 // The writer's side of statistics segments: exclusive creation in a shared directory, publication,
 // withdrawal, and what a forked child does with its parent's segment (stats_segment.h).
-#include "drivers/emu/stats_segment.h"
+#include "drivers/host/stats_segment.h"
 
 #include <fcntl.h>
 #include <stdio.h>  // renameat2, RENAME_NOREPLACE
@@ -17,9 +17,9 @@
 #include <mutex>
 #include <new>
 
-#include "drivers/emu/share_transport.h"
+#include "drivers/host/process_facts.h"
 
-namespace aclvmm::drv::emu {
+namespace aclvmm::dev::host {
 
 // The segments this process created and still maps shared, so that a fork child can make its
 // copies private before it runs any code of its own. Held across fork() by the atfork handlers:
@@ -117,16 +117,6 @@ int check_directory(int dir_fd, struct stat* out) {
 constexpr int kTempNameAttempts = 32;
 
 }  // namespace
-
-uint64_t process_start_time(int pid) {
-  // The transport keeps no state: its /proc parser is the one the sharing whitelist relies on.
-  return UnixShareTransport().process_start_time(pid);
-}
-
-uint64_t own_pid_namespace() {
-  struct stat st {};
-  return ::stat("/proc/self/ns/pid", &st) == 0 ? static_cast<uint64_t>(st.st_ino) : 0;
-}
 
 int ShmStatsSegment::create(const std::string& dir, const std::string& prefix, size_t size,
                             std::shared_ptr<StatsSegment>* out) {
@@ -272,4 +262,4 @@ void ShmStatsSegment::withdraw() {
   ::close(dir_fd);
 }
 
-}  // namespace aclvmm::drv::emu
+}  // namespace aclvmm::dev::host

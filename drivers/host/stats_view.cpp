@@ -9,9 +9,9 @@
 #include <cstring>
 #include <new>
 
-#include "drivers/emu/stats_segment.h"
+#include "drivers/host/stats_segment.h"
 
-namespace aclvmm::drv::emu {
+namespace aclvmm::dev::host {
 namespace {
 
 // Parses a decimal number filling [p, end) completely; false on anything else or overflow.
@@ -130,4 +130,4 @@ int remove_stats_segment(const StatsView& view) {
   return ::unlink(view.path_.c_str()) == 0 ? 0 : -errno;
 }
 
-}  // namespace aclvmm::drv::emu
+}  // namespace aclvmm::dev::host

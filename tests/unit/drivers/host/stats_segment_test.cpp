@@ -1,4 +1,4 @@
-// The statistics segment file among hostile users and forks (drivers/emu/stats_segment.h): the
+// The statistics segment file among hostile users and forks (drivers/host/stats_segment.h): the
 // writer creates exclusively (a planted temporary name is skipped, never opened), refuses a
 // directory others can rearrange, never takes a final name that is another's, and a forked child
 // stops writing into the parent's mapping; the reader copies with pread and never blocks.
@@ -20,9 +20,9 @@
 #include <string>
 #include <vector>
 
-#include "drivers/emu/stats_segment.h"
+#include "drivers/host/stats_segment.h"
 
-namespace aclvmm::drv::emu {
+namespace aclvmm::dev::host {
 namespace {
 
 constexpr size_t kSize = 4224;
@@ -282,4 +282,4 @@ TEST(StatsSegmentTest, ViewReadsOnlyRegularFilesLargeEnough) {
 }
 
 }  // namespace
-}  // namespace aclvmm::drv::emu
+}  // namespace aclvmm::dev::host

@@ -1,0 +1,45 @@
+#include "drivers/emu/device/emu_device_backend.h"
+
+#include <cerrno>
+#include <new>
+
+#include "drivers/result_text.h"
+
+namespace aclvmm::dev::emu {
+namespace {
+
+// What step 1's units offer; the rest stays at the conservative defaults.
+Capabilities capabilities_of(const HostServices& host) {
+  Capabilities c;
+  c.giant_page = kGiB;
+  c.map_routes = true;
+  c.host_numa = host.numa_node_count() > 0;
+  return c;
+}
+
+}  // namespace
+
+EmuDeviceBackend::EmuDeviceBackend(const EmulationOptions& options, BackendListener& listener)
+    : host_(listener, options.host_numa),
+      ledger_(listener, options.device_count, options.device_memory, host_.memory_total()),
+      capabilities_(capabilities_of(host_)),
+      devices_(options, ledger_, host_),
+      physical_(ledger_, listener, options.device_count, host_.numa_node_count(),
+                capabilities_.giant_page != 0) {}
+
+Result EmuDeviceBackend::open(const BackendOptions& options, BackendListener& listener,
+                              std::unique_ptr<DeviceBackend>* out) {
+  const EmulationOptions& emulation = options.emulation;
+  if (out == nullptr || emulation.device_count < 1 || emulation.device_count > kMaxDevices ||
+      emulation.device_memory == 0) {
+    return Result::from_errno(EINVAL);
+  }
+  auto* backend = new (std::nothrow) EmuDeviceBackend(emulation, listener);
+  if (backend == nullptr) return Result::from_errno(ENOMEM);
+  out->reset(backend);
+  return Result::success();
+}
+
+std::string EmuDeviceBackend::describe(Result result) const { return result_text(result); }
+
+}  // namespace aclvmm::dev::emu

@@ -1,0 +1,52 @@
+// EmuDeviceBackend: the emulated NPU behind the device interface (docs/device-interface.md,
+// migration step 1). It has its devices (devices.h), the host services shared with hal
+// (drivers/host/), and physical memory (physical_allocator.h) over today's emu modules; every
+// other unit answers kNotSupported until its migration step gives it one (unsupported_units.h),
+// and the capabilities claim nothing of those.
+//
+// Options: EmulationOptions; device_count 1..kMaxDevices and device_memory > 0 (the core
+// resolves the SoC's size), else kInvalidArgument. The host's capacity is its MemTotal.
+//
+// Threading and fork: every unit is lock-free, so the fork hooks (PartialBackend's) have no lock
+// to take; a forked child's new backend has nothing of the parent's to give back yet (windows
+// come in step 7).
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "drivers/device_backend.h"
+#include "drivers/emu/device/capacity.h"
+#include "drivers/emu/device/devices.h"
+#include "drivers/emu/device/physical_allocator.h"
+#include "drivers/host/posix_host_services.h"
+#include "drivers/unsupported_units.h"
+
+namespace aclvmm::dev::emu {
+
+class EmuDeviceBackend final : public PartialBackend {
+ public:
+  // The bare backend, without the injection decorator (open_device_backend adds it).
+  static Result open(const BackendOptions& options, BackendListener& listener,
+                     std::unique_ptr<DeviceBackend>* out);
+
+  const char* name() const override { return "emu"; }
+  const Capabilities& capabilities() const override { return capabilities_; }
+
+  DeviceManager& devices() override { return devices_; }
+  PhysicalAllocator& physical() override { return physical_; }
+  HostServices& host() override { return host_; }
+
+  std::string describe(Result result) const override;
+
+ private:
+  EmuDeviceBackend(const EmulationOptions& options, BackendListener& listener);
+
+  host::PosixHostServices host_;  // first: the ledger and the capabilities ask it
+  CapacityLedger ledger_;
+  Capabilities capabilities_;
+  EmuDevices devices_;
+  EmuPhysicalAllocator physical_;
+};
+
+}  // namespace aclvmm::dev::emu

@@ -1,0 +1,47 @@
+// EmuPhysicalAllocator: PhysicalAllocator of the emulated NPU: each object is an EmuPhysical over
+// a sealed memfd (drivers/emu/memfd_memory.*), charged to the CapacityLedger.
+//
+// create(): checks what it must to stay safe (a location that names no device or NUMA node, a
+// size that is not a whole number of granules: kInvalidArgument; kHostNuma on a host without
+// NUMA: kNotSupported), charges the location (kOutOfMemory), then makes the memfd (the step
+// emu.memfd.create, through the listener's gate); a failure after the charge gives it back, so a
+// failed create leaves the capacity and the descriptors as they were. The memfd has no placement
+// until it is mapped: HOST_NUMA binding is the device MMU's (step 2), as today's map_cpu does it.
+//
+// Threading: as PhysicalAllocator; no lock (objects are found by their id, D3).
+#pragma once
+
+#include <cstdint>
+
+#include "drivers/backend_listener.h"
+#include "drivers/physical_allocator.h"
+
+namespace aclvmm::dev::emu {
+
+class CapacityLedger;
+
+class EmuPhysicalAllocator final : public PhysicalAllocator {
+ public:
+  // numa_nodes: 0 on a host without NUMA (or with ACLVMM_HOST_NUMA=off). giant: 1 GiB pages are
+  // offered (Capabilities::giant_page).
+  EmuPhysicalAllocator(CapacityLedger& ledger, BackendListener& listener, int32_t device_count,
+                       int32_t numa_nodes, bool giant);
+
+  Result create(const PhysicalSpec& spec, PhysicalId* out) override;
+  Result release(PhysicalId memory) override;
+  Result properties(PhysicalId memory, PhysicalProperties* out) const override;
+  Result granularity(const PhysicalSpec& spec, Granularity option, uint64_t* out) const override;
+  Result set_map_route(PhysicalId memory, uint32_t route) override;
+  Result map_route(PhysicalId memory, uint32_t* route) const override;
+
+ private:
+  Result check(const PhysicalSpec& spec) const;
+
+  CapacityLedger& ledger_;
+  InjectionGate gate_;
+  const int32_t device_count_;
+  const int32_t numa_nodes_;
+  const bool giant_;
+};
+
+}  // namespace aclvmm::dev::emu

@@ -1,0 +1,72 @@
+// FakeBackend: the deterministic in-memory backend (docs/device-interface.md §8), with which the
+// core's modules get unit tests that need no kernel, and which the conformance suite holds to
+// the same contracts as emu.
+//
+// Migration step 1 gives it the units emu has: devices (fake_devices.h), physical memory in byte
+// stores (fake_physical.h), host services (fake_host.h); the other units answer kNotSupported
+// (unsupported_units.h) until their steps. Everything a contract asks the core to guarantee is
+// checked and counted (violations(), fake_machine.h). No threads, no system call but malloc.
+//
+// open_fake_backend() is the factory the tests use: the backend behind the same injection
+// decorator as every backend (drivers/injection/), so "dev.*" rules reach it, and the bare
+// FakeBackend for the test's own hooks. The fake is not in open_device_backend(): it is a test
+// library, never part of libascendcl.so.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "drivers/device_backend.h"
+#include "drivers/fake/fake_devices.h"
+#include "drivers/fake/fake_host.h"
+#include "drivers/fake/fake_machine.h"
+#include "drivers/fake/fake_physical.h"
+#include "drivers/unsupported_units.h"
+
+namespace aclvmm::dev::fake {
+
+class FakeBackend final : public PartialBackend {
+ public:
+  FakeBackend(const FakeConfig& config, BackendListener& listener);
+
+  const char* name() const override { return "fake"; }
+  const Capabilities& capabilities() const override { return capabilities_; }
+
+  DeviceManager& devices() override { return devices_; }
+  PhysicalAllocator& physical() override { return physical_; }
+  HostServices& host() override { return host_; }
+
+  std::string describe(Result result) const override;
+  // No fork: the fake is one object in one process (the fork hooks do nothing; conformance's
+  // fork cases skip it).
+
+  // ---- the test's hooks
+  uint64_t violations() const { return machine_.violations(); }
+  std::string last_violation() const { return machine_.last_violation(); }
+  // The bytes of a physical object, as the CPU would see them through a mapping.
+  Result read_physical(PhysicalId memory, uint64_t offset, void* dst, size_t n) const {
+    return physical_.read(memory, offset, dst, n);
+  }
+  Result write_physical(PhysicalId memory, uint64_t offset, const void* src, size_t n) {
+    return physical_.write(memory, offset, src, n);
+  }
+  size_t live_physical_objects() const { return physical_.live_objects(); }
+  bool segment_published(const std::string& path) const { return host_.published(path); }
+
+ private:
+  FakeMachine machine_;
+  Capabilities capabilities_;
+  FakeDevices devices_;
+  FakePhysical physical_;
+  FakeHost host_;
+};
+
+// A fake behind the injection decorator in *out; *bare (if given) is the FakeBackend inside, valid
+// as long as *out. kInvalidArgument for a config outside its ranges (device_count 1..kMaxDevices,
+// numa_nodes >= 0) or a null listener.
+Result open_fake_backend(const FakeConfig& config, BackendListener* listener,
+                         std::unique_ptr<DeviceBackend>* out, FakeBackend** bare = nullptr);
+
+}  // namespace aclvmm::dev::fake

@@ -1,0 +1,57 @@
+// FakePhysical: PhysicalAllocator of the fake backend: each object is a ByteStore with its
+// properties and route, found by its id in a table, so a stale (released) or forged id is a
+// violation answered with kInvalidArgument, never a crash (D3: the fake validates what the other
+// backends trust).
+//
+// Ids count up from kFirstId and are never reused: the same calls give the same ids in every
+// run, and an id from before a release stays dead.
+//
+// read()/write() reach an object's bytes: the harness's CPU view of physical memory today
+// (conformance C9), the fake copy engine's from migration step 3.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+
+#include "drivers/fake/byte_store.h"
+#include "drivers/fake/fake_machine.h"
+#include "drivers/physical_allocator.h"
+
+namespace aclvmm::dev::fake {
+
+class FakePhysical final : public PhysicalAllocator {
+ public:
+  static constexpr uint64_t kFirstId = 0xfa4e00000001;
+
+  explicit FakePhysical(FakeMachine& machine) : machine_(machine) {}
+
+  Result create(const PhysicalSpec& spec, PhysicalId* out) override;
+  Result release(PhysicalId memory) override;
+  Result properties(PhysicalId memory, PhysicalProperties* out) const override;
+  Result granularity(const PhysicalSpec& spec, Granularity option, uint64_t* out) const override;
+  Result set_map_route(PhysicalId memory, uint32_t route) override;
+  Result map_route(PhysicalId memory, uint32_t* route) const override;
+
+  Result read(PhysicalId memory, uint64_t offset, void* dst, size_t n) const;
+  Result write(PhysicalId memory, uint64_t offset, const void* src, size_t n);
+  size_t live_objects() const;
+
+ private:
+  struct Object {
+    explicit Object(const PhysicalProperties& p) : properties(p), bytes(p.size) {}
+    PhysicalProperties properties;
+    uint32_t route = 0;
+    ByteStore bytes;
+  };
+  // Under the machine's lock: the live object `memory` names, or nullptr (then counted).
+  Object* find(PhysicalId memory, const char* what) const;
+  Result check(const PhysicalSpec& spec) const;
+
+  FakeMachine& machine_;
+  std::map<uint64_t, std::unique_ptr<Object>> objects_;
+  uint64_t next_id_ = kFirstId;
+};
+
+}  // namespace aclvmm::dev::fake

@@ -1,0 +1,81 @@
+// The emu backend's harness: physical bytes through the object's memfd, segments in a private
+// temporary directory, descriptors counted in /proc/self/fd.
+#include <dirent.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <string>
+
+#include "conformance/harness.h"
+#include "drivers/emu/device/physical_object.h"
+
+namespace aclvmm::conformance {
+namespace {
+
+class EmuHarness final : public Harness {
+ public:
+  EmuHarness() {
+    char pattern[] = "/tmp/aclvmm-conformance-XXXXXX";
+    if (::mkdtemp(pattern) != nullptr) dir_ = pattern;
+  }
+  ~EmuHarness() override {
+    if (dir_.empty()) return;
+    if (DIR* d = ::opendir(dir_.c_str())) {
+      while (dirent* e = ::readdir(d)) {
+        const std::string name = e->d_name;
+        if (name != "." && name != "..") ::unlink((dir_ + "/" + name).c_str());
+      }
+      ::closedir(d);
+    }
+    ::rmdir(dir_.c_str());
+  }
+
+  dev::Result open(const BackendSetup& setup, dev::BackendListener* listener,
+                   std::unique_ptr<dev::DeviceBackend>* out) override {
+    dev::BackendOptions options;
+    options.emulation.device_count = setup.device_count;
+    options.emulation.device_memory = setup.device_memory;
+    return dev::open_device_backend("emu", options, listener, out);
+  }
+  dev::Result read_physical(dev::PhysicalId memory, uint64_t offset, void* dst,
+                            size_t n) override {
+    return dev::Result::from_raw(
+        dev::emu::EmuPhysical::from_id(memory)->memory().read(offset, dst, n));
+  }
+  dev::Result write_physical(dev::PhysicalId memory, uint64_t offset, const void* src,
+                             size_t n) override {
+    return dev::Result::from_raw(
+        dev::emu::EmuPhysical::from_id(memory)->memory().write(offset, src, n));
+  }
+  std::string segment_dir() override { return dir_; }
+  std::string missing_dir() override { return dir_ + "/missing"; }
+  bool segment_visible(const std::string& path) override {
+    struct stat st {};
+    return ::stat(path.c_str(), &st) == 0;
+  }
+  int32_t own_pid() override { return static_cast<int32_t>(::getpid()); }
+  uint32_t own_uid() override { return static_cast<uint32_t>(::geteuid()); }
+  std::string held_resources() override {
+    int fds = 0;
+    if (DIR* d = ::opendir("/proc/self/fd")) {
+      while (::readdir(d) != nullptr) ++fds;
+      ::closedir(d);
+    }
+    int files = 0;
+    if (DIR* d = ::opendir(dir_.c_str())) {
+      while (::readdir(d) != nullptr) ++files;
+      ::closedir(d);
+    }
+    return "descriptors " + std::to_string(fds) + ", segment files " + std::to_string(files);
+  }
+
+ private:
+  std::string dir_;
+};
+
+}  // namespace
+
+std::unique_ptr<Harness> make_emu_harness() { return std::make_unique<EmuHarness>(); }
+
+}  // namespace aclvmm::conformance

@@ -1,0 +1,93 @@
+// The backend conformance suite (docs/device-interface.md §9): one set of device-level cases,
+// run over every backend through a small harness that does what only a backend's own test can
+// (look at physical bytes as the CPU would, tell whether a segment's name is visible, count what
+// the backend holds of the machine). A case a capability rules out skips naming the capability
+// (GTEST_SKIP), never silently; within a case, what the capabilities rule out is checked as the
+// refusal it must be (C11: kGiant, kHostNuma).
+//
+// Each case gets a fresh backend, opened as the core opens it (behind the injection decorator),
+// reporting to a RecordingListener that arms "dev.*" rules directly.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "drivers/device_backend.h"
+#include "unit/testing/recording_listener.h"
+
+namespace aclvmm::conformance {
+
+// The machine a case wants (software backends build it; hal will check it has enough).
+struct BackendSetup {
+  int32_t device_count = 2;
+  uint64_t device_memory = 64 * dev::kMiB;
+};
+
+class Harness {
+ public:
+  virtual ~Harness() = default;
+  virtual dev::Result open(const BackendSetup& setup, dev::BackendListener* listener,
+                           std::unique_ptr<dev::DeviceBackend>* out) = 0;
+  // The bytes of a live physical object as the CPU would see them through a mapping.
+  virtual dev::Result read_physical(dev::PhysicalId memory, uint64_t offset, void* dst,
+                                    size_t n) = 0;
+  virtual dev::Result write_physical(dev::PhysicalId memory, uint64_t offset, const void* src,
+                                     size_t n) = 0;
+  // A directory statistics segments can be created in, and one that does not exist.
+  virtual std::string segment_dir() = 0;
+  virtual std::string missing_dir() = 0;
+  // Whether a monitor would find a segment under `path`.
+  virtual bool segment_visible(const std::string& path) = 0;
+  // The pid and uid a segment's owner reports and its name carries.
+  virtual int32_t own_pid() = 0;
+  virtual uint32_t own_uid() = 0;
+  // What the backend holds of the machine, comparable before and after a case (emu: the open
+  // descriptors; fake: its live objects).
+  virtual std::string held_resources() = 0;
+};
+
+struct HarnessFactory {
+  const char* name;
+  std::unique_ptr<Harness> (*make)();
+};
+
+// gtest prints a failing case's parameter with this: the backend's name.
+inline void PrintTo(const HarnessFactory& factory, std::ostream* os) { *os << factory.name; }
+
+// emu and fake (hal later).
+const std::vector<HarnessFactory>& harnesses();
+
+std::unique_ptr<Harness> make_emu_harness();
+std::unique_ptr<Harness> make_fake_harness();
+
+// The fixture of every case: a fresh backend per test.
+class BackendTest : public ::testing::TestWithParam<HarnessFactory> {
+ protected:
+  void SetUp() override;
+  void TearDown() override { backend_.reset(); }
+  // What the suite's machine looks like; a suite overrides it.
+  virtual BackendSetup setup() const { return BackendSetup{}; }
+
+  dev::DeviceBackend& be() { return *backend_; }
+  Harness& harness() { return *harness_; }
+
+  testing::RecordingListener listener_;
+  std::unique_ptr<Harness> harness_;
+  std::unique_ptr<dev::DeviceBackend> backend_;
+};
+
+std::string harness_name(const ::testing::TestParamInfo<HarnessFactory>& info);
+
+}  // namespace aclvmm::conformance
+
+// Runs every TEST_P of `suite` over every backend: Backends/<suite>.<case>/<backend>.
+#define ACLVMM_CONFORMANCE_SUITE(suite)                                             \
+  INSTANTIATE_TEST_SUITE_P(Backends, suite,                                         \
+                           ::testing::ValuesIn(::aclvmm::conformance::harnesses()), \
+                           ::aclvmm::conformance::harness_name)
