@@ -20,7 +20,7 @@
 //
 // Publishing is best effort: a failure logs one WARNING per process and the application goes on.
 // The file is created so that no other user's file is ever adopted or replaced, and only in a
-// directory nobody else can rearrange (drivers/emu/stats_segment.h).
+// directory nobody else can rearrange (drivers/host/stats_segment.h).
 //
 // Fork: the child's copy of the mapping becomes private at the fork (the driver's atfork
 // handler), so pools the child inherited never count into the parent's file; the child drops
