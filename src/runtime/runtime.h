@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "base/handle_table.h"
+#include "base/lock_rank.h"
 #include "base/status.h"
 #include "drivers/driver.h"
 #include "runtime/config.h"
@@ -112,12 +113,16 @@ class Runtime {
   static void fork_parent();
   static void fork_child();
 
+  using LifetimeMutex = RankedMutex<LockRank::kRuntimeLifetime>;
+
   // `generation`: how many forks lie between this object and the process's first one.
   explicit Runtime(uint32_t generation);
   Status start_locked();
   // Gives back the address ranges the runtimes this process inherited over fork had claimed.
   void release_inherited();
-  void teardown_locked(std::unique_lock<std::recursive_mutex>& lock, const char* why);
+  void teardown_locked(std::unique_lock<LifetimeMutex>& lock, const char* why);
+  // create_context with mu_ held (set_device creates the primary context under its own lock).
+  StatusOr<uint64_t> create_context_locked(int physical_device, bool primary);
   // Removes the context and returns its streams, which the caller aborts once mu_ is released: a
   // task of such a stream may be waiting for mu_ (calling back into the runtime), and joining its
   // worker under mu_ would deadlock.
@@ -130,7 +135,9 @@ class Runtime {
   const uint32_t generation_;
   // The runtime this one replaced in a forked child, whose claims its first start releases.
   Runtime* inherited_ = nullptr;
-  mutable std::recursive_mutex mu_;  // lifetime, devices, contexts (not on data paths)
+  // Lifetime, devices, contexts (not on data paths). Not recursive: what needs it held is a
+  // `_locked` function.
+  mutable LifetimeMutex mu_;
   std::atomic<bool> started_{false};
   bool tearing_down_ = false;  // under mu_ (which a teardown releases while it joins streams)
   std::atomic<bool> svm_ready_{false};
@@ -141,7 +148,7 @@ class Runtime {
   std::vector<Device> devices_;
   // Capacity pools are read by stream workers and the fault thread, which teardown joins while
   // holding mu_: they have their own lock so that join cannot deadlock.
-  mutable std::mutex pools_mu_;
+  mutable RankedMutex<LockRank::kDevicePools> pools_mu_;
   std::vector<std::shared_ptr<MemoryPool>> pools_;
   std::shared_ptr<MemoryPool> host_pool_;
   // Peer access per device: read on every copy, so kept lock-free.

@@ -60,7 +60,7 @@ Status ManagedMemory::start_tracking() {
 }
 
 void ManagedMemory::stop_tracking() {
-  std::lock_guard<std::mutex> life(life_mu_);
+  std::lock_guard life(life_mu_);
   stop_tracking_life_locked(false);
 }
 
@@ -102,7 +102,7 @@ StatusOr<uint64_t> ManagedMemory::allocate(uint64_t size) {
     return Error(ACL_ERROR_RT_MEMORY_ALLOCATION,
                  fmt::format("managed memory is limited to {} bytes per process", window_size_));
   }
-  std::lock_guard<std::mutex> life(life_mu_);
+  std::lock_guard life(life_mu_);
   bool started_here = false;
   {
     Lock lock(mu_);

@@ -28,6 +28,7 @@
 #include <thread>
 #include <vector>
 
+#include "base/lock_rank.h"
 #include "base/status.h"
 #include "drivers/driver.h"
 #include "vmm/address_space.h"
@@ -110,7 +111,8 @@ class ManagedMemory {
   std::string stats_json() const;
 
  private:
-  using Lock = std::unique_lock<std::mutex>;
+  using RangesMutex = RankedMutex<LockRank::kManagedRanges>;
+  using Lock = std::unique_lock<RangesMutex>;
   static Status not_allocated(uint64_t va);
   ManagedRange* find(uint64_t va);
   const ManagedRange* find(uint64_t va) const;
@@ -145,8 +147,8 @@ class ManagedMemory {
   uint64_t window_ = 0, window_size_ = 0;
   // Starting and stopping fault tracking, held across the fault thread's join (which mu_ cannot
   // be: the thread takes mu_), so a start never overlaps a stop. The fault thread never takes it.
-  std::mutex life_mu_;
-  mutable std::mutex mu_;
+  RankedMutex<LockRank::kManagedLifetime> life_mu_;
+  mutable RangesMutex mu_;
   VaAllocator va_;
   std::map<uint64_t, std::unique_ptr<ManagedRange>> ranges_;
   ResidencyLru lru_;

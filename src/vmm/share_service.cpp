@@ -119,7 +119,7 @@ StatusOr<uint64_t> ShareService::export_handle(uint64_t handle, std::shared_ptr<
   if (phys->imported) {
     return Error(ACL_ERROR_RT_DRV_INTERNAL_ERROR, "an imported handle cannot be exported again");
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard lock(mu_);
   for (const auto& [id, e] : exports_) {
     if (e.handle == handle) {
       return Error(ACL_ERROR_RT_DRV_INTERNAL_ERROR,
@@ -196,7 +196,7 @@ Status ShareService::set_pids(uint64_t token, const int32_t* pids, size_t count,
                  fmt::format("0x{:x} is not a shareable handle (bad device field)", token));
   }
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::lock_guard lock(mu_);
     auto it = exports_.find(t.share_id);
     if (it != exports_.end() && it->second.token == token) {
       Export& e = it->second;
@@ -280,7 +280,7 @@ int ShareService::exchange(uint64_t token, uint32_t kind, int device, Reply* rep
 }
 
 int ShareService::local_export_device(uint32_t share_id) {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard lock(mu_);
   auto it = exports_.find(share_id);
   return it == exports_.end() ? -1 : it->second.physical_device;
 }
@@ -347,7 +347,7 @@ uint64_t ShareService::reuse_import_locked(uint64_t token, int physical_device) 
   auto known = imports_.find({token, physical_device});
   if (known == imports_.end()) return 0;
   auto& table = Runtime::get().physical();
-  std::lock_guard<ReadMostlyMutex> tlock(table.mutex());
+  std::lock_guard tlock(table.mutex());
   auto existing = table.find_locked(known->second);
   if (!existing) return 0;
   ++existing->ref;
@@ -367,7 +367,7 @@ StatusOr<uint64_t> ShareService::import(uint64_t token, int physical_device) {
   phys->imported = true;
   phys->created_by = "aclrtMemImportFromShareableHandle";
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::lock_guard lock(mu_);
     // Keyed by the whole token: the same share id with another device field is a token no export
     // produced, and must not resolve to the handle held here (it is 107017 like anywhere else).
     // The same token on the same device again: the same handle, one more reference.
@@ -396,7 +396,7 @@ StatusOr<uint64_t> ShareService::import(uint64_t token, int physical_device) {
   const bool device_memory = phys->on_device();
   uint64_t handle = 0;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::lock_guard lock(mu_);
     // Another thread may have imported the same token onto the same device while this one talked
     // to the exporter: the vendor gives one handle, so ours is dropped (its memory with it).
     if (uint64_t h = reuse_import_locked(token, physical_device)) return h;
@@ -427,7 +427,7 @@ void ShareService::remember_released(uint32_t share_id) {
 }
 
 void ShareService::forget_handle(uint64_t handle) {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard lock(mu_);
   bool retired = false;
   for (auto it = exports_.begin(); it != exports_.end();) {
     if (it->second.handle == handle) {
@@ -453,7 +453,7 @@ void ShareService::forget_handle(uint64_t handle) {
 void ShareService::shutdown() {
   std::thread* listener = nullptr;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::lock_guard lock(mu_);
     if (listener_pid_ == getpid()) listener = listener_;
     listener_ = nullptr;
     stop_ = true;
@@ -463,7 +463,7 @@ void ShareService::shutdown() {
     listener->join();
     delete listener;
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard lock(mu_);
   // The listener closed its connections and wake object on its way out; what is left are the
   // endpoints (and, after a fork without our handler, what the parent's listener held).
   close_all_locked();
@@ -471,12 +471,12 @@ void ShareService::shutdown() {
 }
 
 size_t ShareService::live_exports() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard lock(mu_);
   return exports_.size();
 }
 
 size_t ShareService::live_imports() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard lock(mu_);
   return imports_.size();
 }
 

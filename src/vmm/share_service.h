@@ -25,6 +25,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/lock_rank.h"
 #include "base/status.h"
 #include "drivers/driver.h"
 #include "vmm/physical.h"
@@ -123,7 +124,7 @@ class ShareService {
   bool accept_from(int listen_fd);
 
   drv::ShareTransport* transport_ = nullptr;
-  mutable std::mutex mu_;
+  mutable RankedMutex<LockRank::kShareService> mu_;
   std::map<uint32_t, Export> exports_;                 // by share id
   std::map<std::pair<uint64_t, int>, uint64_t> imports_;  // (token, device) -> handle
   std::vector<int> retired_;  // endpoints of ended exports, closed by the listener
