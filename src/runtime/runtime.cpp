@@ -128,25 +128,26 @@ Status Runtime::start_locked() {
     managed_.attach(backend_.get(), space_.uvm_window(), space_.uvm_window_size());
     if (!g_exit_registered.exchange(true)) std::atexit(at_exit);
   }
-  config_ = std::move(cfg);
-  space_.set_host_access_open(config_.host_access_open);
-  devices_.assign(config_.device_count, Device{});
+  ACLVMM_ASSIGN_OR_RETURN(const Config* published, config_.publish(std::move(cfg)));
+  const Config& config = *published;
+  space_.set_host_access_open(config.host_access_open);
+  devices_.assign(config.device_count, Device{});
   // Best effort: without a segment the pools simply have no mirror.
-  std::vector<UsageMirror> mirrors = SmiPublisher::get().publish(*backend_, config_);
+  std::vector<UsageMirror> mirrors = SmiPublisher::get().publish(*backend_, config);
   {
     std::lock_guard pools_lock(pools_mu_);
     pools_.clear();
     for (size_t i = 0; i < devices_.size(); ++i) {
-      devices_[i].pool = std::make_shared<MemoryPool>(config_.device_memory, std::move(mirrors[i]));
+      devices_[i].pool = std::make_shared<MemoryPool>(config.device_memory, std::move(mirrors[i]));
       pools_.push_back(devices_[i].pool);
     }
     host_pool_ = std::make_shared<MemoryPool>(backend_->host_memory_total());
   }
-  trace::open(config_.trace_file);
+  trace::open(config.trace_file);
   started_.store(true, std::memory_order_release);
   ACLVMM_LOG_INFO("RUNTIME", "started: soc {} ({}), {} device(s) of {} bytes, driver {}",
-                  config_.product.soc, config_.product.family_name(), config_.device_count,
-                  config_.device_memory, backend_->name());
+                  config.product.soc, config.product.family_name(), config.device_count,
+                  config.device_memory, backend_->name());
   return Status::Ok();
 }
 
@@ -270,18 +271,21 @@ void Runtime::teardown_locked(std::unique_lock<LifetimeMutex>& lock, const char*
 }
 
 StatusOr<int> Runtime::physical_device(int32_t user_id) const {
-  if (!config_.visible_error.empty()) return Error(ACL_ERROR_RT_INVALID_DEVICEID, config_.visible_error);
-  if (user_id < 0 || user_id >= visible_count()) {
-    return Error(ACL_ERROR_RT_INVALID_DEVICEID,
-                 "device id " + std::to_string(user_id) + " is out of range [0, " +
-                     std::to_string(visible_count()) + ")");
+  const Config& cfg = config();  // one snapshot for the check and the answer
+  if (!cfg.visible_error.empty()) return Error(ACL_ERROR_RT_INVALID_DEVICEID, cfg.visible_error);
+  const int count = static_cast<int>(cfg.visible.size());
+  if (user_id < 0 || user_id >= count) {
+    return Error(ACL_ERROR_RT_INVALID_DEVICEID, "device id " + std::to_string(user_id) +
+                                                    " is out of range [0, " +
+                                                    std::to_string(count) + ")");
   }
-  return config_.visible[user_id];
+  return cfg.visible[user_id];
 }
 
 int Runtime::user_device(int physical_id) const {
-  for (size_t i = 0; i < config_.visible.size(); ++i) {
-    if (config_.visible[i] == physical_id) return static_cast<int>(i);
+  const Config& cfg = config();
+  for (size_t i = 0; i < cfg.visible.size(); ++i) {
+    if (cfg.visible[i] == physical_id) return static_cast<int>(i);
   }
   return physical_id;
 }

@@ -26,6 +26,7 @@
 #include "base/status.h"
 #include "drivers/driver.h"
 #include "runtime/config.h"
+#include "runtime/config_snapshots.h"
 #include "runtime/stream.h"
 #include "vmm/address_space.h"
 #include "vmm/managed.h"
@@ -63,7 +64,10 @@ class Runtime {
   // Releases everything still held, reporting each leak (finalize and process exit).
   void teardown(const char* why);
 
-  const Config& config() const { return config_; }
+  // The configuration of the latest start: an immutable snapshot (config_snapshots.h), valid
+  // for the process's lifetime. A call reads it once (`const Config& cfg = rt.config();`) and
+  // keeps to that copy; a restart meanwhile publishes a new snapshot and leaves it alone.
+  const Config& config() const { return config_.current(); }
   drv::Backend& backend() { return *backend_; }
   AddressSpace& space() { return space_; }
   HandleTable<PhysicalAllocation>& physical() { return physical_; }
@@ -71,11 +75,11 @@ class Runtime {
   HandleTable<Stream>& streams() { return streams_; }
   ShareService& sharing() { return sharing_; }
   ManagedMemory& managed() { return managed_; }
-  bool quirks() const { return config_.quirks_vendor; }
+  bool quirks() const { return config().quirks_vendor; }
 
   // Devices. User ids are what the application sees (after ASCEND_RT_VISIBLE_DEVICES); physical
   // ids index the emulated devices.
-  int visible_count() const { return static_cast<int>(config_.visible.size()); }
+  int visible_count() const { return static_cast<int>(config().visible.size()); }
   StatusOr<int> physical_device(int32_t user_id) const;
   int user_device(int physical_id) const;
   std::shared_ptr<MemoryPool> pool(int physical_id) const;
@@ -143,7 +147,7 @@ class Runtime {
   std::atomic<bool> svm_ready_{false};
   int init_refs_ = 0;
   std::string init_config_;
-  Config config_;
+  ConfigSnapshots config_;  // published by start_locked, under mu_
   std::unique_ptr<drv::Backend> backend_;
   std::vector<Device> devices_;
   // Capacity pools are read by stream workers and the fault thread, which teardown joins while
