@@ -68,7 +68,8 @@ Runtime::Runtime(uint32_t generation)
       physical_(fork_tag(0x7a11, generation)),
       contexts_(fork_tag(0xc0c1, generation)),
       streams_(fork_tag(0x57e4, generation)),
-      sharing_(process_sharing()) {}
+      sharing_(process_sharing()),
+      managed_(*this) {}
 
 Runtime& Runtime::get() {
   if (Runtime* rt = g_runtime.load(std::memory_order_acquire)) return *rt;
@@ -124,7 +125,7 @@ Status Runtime::start_locked() {
       backend_.reset();  // the next start tries again from scratch
       return claimed;
     }
-    sharing_.attach(&backend_->share_transport());
+    sharing_.attach(&backend_->share_transport(), backend_.get(), &physical_, this);
     managed_.attach(backend_.get(), space_.uvm_window(), space_.uvm_window_size());
     if (!g_exit_registered.exchange(true)) std::atexit(at_exit);
   }

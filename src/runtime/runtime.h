@@ -53,7 +53,7 @@ struct Device {
 
 inline constexpr int kMaxDevices = 64;
 
-class Runtime {
+class Runtime final : public DeviceDirectory {
  public:
   static Runtime& get();
 
@@ -81,8 +81,10 @@ class Runtime {
   // ids index the emulated devices.
   int visible_count() const { return static_cast<int>(config().visible.size()); }
   StatusOr<int> physical_device(int32_t user_id) const;
-  int user_device(int physical_id) const;
-  std::shared_ptr<MemoryPool> pool(int physical_id) const;
+  int user_device(int physical_id) const override;
+  std::shared_ptr<MemoryPool> pool(int physical_id) const override;
+  bool host_numa() const override { return config().host_numa; }
+  int device_count() const override { return config().device_count; }
   // Host memory handed out as physical or pinned memory, bounded by the machine's memory.
   std::shared_ptr<MemoryPool> host_pool() const;
   Status set_device(int32_t user_id);
@@ -108,7 +110,7 @@ class Runtime {
 
   Status enable_peer(int peer_physical, bool enable);
   // Opens peer access between two devices in both directions (import onto another device).
-  void enable_peer_pair(int a, int b);
+  void enable_peer_pair(int a, int b) override;
 
  private:
   // fork() handlers (runtime_fork.cpp, which documents the lock order): registered once, with

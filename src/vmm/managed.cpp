@@ -7,7 +7,6 @@
 
 #include "observability/log.h"
 #include "observability/trace.h"
-#include "runtime/runtime.h"
 
 namespace aclvmm {
 namespace {
@@ -175,7 +174,7 @@ Status ManagedMemory::free(uint64_t base, bool teardown) {
     for (ManagedPage& p : range->pages) {
       // Released, not migrated: the device charge goes back and nothing is counted.
       if (p.resident == kHostResident) continue;
-      if (auto pool = Runtime::get().pool(p.resident)) pool->uncharge(kPage);
+      if (auto pool = devices_.pool(p.resident)) pool->uncharge(kPage);
       lru_.remove(p.resident, p.lru_stamp);
       p.resident = kHostResident;
     }

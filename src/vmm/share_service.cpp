@@ -12,7 +12,6 @@
 #include <vector>
 
 #include "observability/log.h"
-#include "runtime/runtime.h"
 #include "vmm/share_token.h"
 #include "vmm/share_wire.h"
 
@@ -52,8 +51,12 @@ ShareService* g_forked_service = nullptr;  // the process's one service, for the
 
 }  // namespace
 
-void ShareService::attach(drv::ShareTransport* transport) {
+void ShareService::attach(drv::ShareTransport* transport, drv::Backend* backend,
+                          HandleTable<PhysicalAllocation>* physical, DeviceDirectory* devices) {
   transport_ = transport;
+  backend_ = backend;
+  physical_ = physical;
+  devices_ = devices;
   static bool registered = false;
   if (registered) return;
   registered = true;
@@ -325,7 +328,7 @@ Status ShareService::fetch_remote(uint64_t token, int physical_device, int devic
   }
   const int fd = mem_fd;
   mem_fd = -1;  // adopt owns it from here
-  rc = Runtime::get().backend().adopt_physical(fd, rep.size, &phys->memory);
+  rc = backend_->adopt_physical(fd, rep.size, &phys->memory);
   if (rc != 0) {
     if (const char* why = refused_memory(rc)) {
       bad_replies_.fetch_add(1);
@@ -346,7 +349,7 @@ Status ShareService::fetch_remote(uint64_t token, int physical_device, int devic
 uint64_t ShareService::reuse_import_locked(uint64_t token, int physical_device) {
   auto known = imports_.find({token, physical_device});
   if (known == imports_.end()) return 0;
-  auto& table = Runtime::get().physical();
+  auto& table = *physical_;
   std::lock_guard tlock(table.mutex());
   auto existing = table.find_locked(known->second);
   if (!existing) return 0;
@@ -357,7 +360,6 @@ uint64_t ShareService::reuse_import_locked(uint64_t token, int physical_device) 
 StatusOr<uint64_t> ShareService::import(uint64_t token, int physical_device) {
   if (!ShareToken::well_formed(token)) return unknown_token(token);
   const ShareToken t = ShareToken::unpack(token);
-  Runtime& rt = Runtime::get();
   std::shared_ptr<PhysicalAllocation> phys;
   try {
     phys = std::make_shared<PhysicalAllocation>();
@@ -390,7 +392,7 @@ StatusOr<uint64_t> ShareService::import(uint64_t token, int physical_device) {
   }
   if (!phys->memory) {
     ACLVMM_RETURN_IF_ERROR(
-        fetch_remote(token, physical_device, rt.config().device_count, phys.get()));
+        fetch_remote(token, physical_device, devices_->device_count(), phys.get()));
   }
   const int exporter_device = phys->reported_device;
   const bool device_memory = phys->on_device();
@@ -400,7 +402,7 @@ StatusOr<uint64_t> ShareService::import(uint64_t token, int physical_device) {
     // Another thread may have imported the same token onto the same device while this one talked
     // to the exporter: the vendor gives one handle, so ours is dropped (its memory with it).
     if (uint64_t h = reuse_import_locked(token, physical_device)) return h;
-    auto& table = rt.physical();
+    auto& table = *physical_;
     handle = table.insert(phys);
     if (handle == 0) return Error(ACL_ERROR_RT_RESOURCE_ALLOC_FAIL, "too many live physical memory handles");
     try {
@@ -412,7 +414,7 @@ StatusOr<uint64_t> ShareService::import(uint64_t token, int physical_device) {
   }
   if (device_memory && exporter_device != physical_device) {
     // The vendor runtime opens peer access both ways before importing onto another device.
-    rt.enable_peer_pair(exporter_device, physical_device);
+    devices_->enable_peer_pair(exporter_device, physical_device);
   }
   return handle;
 }
