@@ -4,10 +4,11 @@
 # Stages:
 #   build        configure + build <repo>/build (RelWithDebInfo)
 #   test         ctest over <repo>/build
-#   asan-build   configure + build <repo>/build-asan (address,undefined at -O1 -g1; no benches/examples)
+#   asan-build   configure + build <repo>/build-asan (address,undefined at -O1 -g1, lock-rank
+#                checking on; no benches/examples)
 #   asan         ctest -L 'unit|api|integration|abi|conformance' over build-asan
-#   tsan-build   configure + build <repo>/build-tsan (thread at -O1 -g1; the unit and API test
-#                binaries only, where the concurrency tests are)
+#   tsan-build   configure + build <repo>/build-tsan (thread at -O1 -g1, lock-rank checking on;
+#                the unit and API test binaries only, where the concurrency tests are)
 #   tsan         ctest -R 'Concurrency|Thread' over build-tsan
 #   fuzz-build   configure <repo>/build-fuzz with clang-14 and ACLVMM_FUZZ=ON (-O1 -g1) and build the
 #                libFuzzer harness only (tests/fuzz: the library's sources with ASan+UBSan)
@@ -129,8 +130,11 @@ if [ "${ACLVMM_SKIP_SANITIZERS:-0}" = 1 ]; then
 else
     # Sanitizer trees compile at -O1 with line tables only: what the reports need, and most of
     # the compile time of -O2 -g saved.
+    # They also check the lock order (ACLVMM_LOCK_RANK_CHECK: src/base/lock_rank.h), so every test
+    # they run aborts on a lock taken out of rank.
     SAN_FLAGS=(-DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -g1" -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1"
-               -DACLVMM_BUILD_TESTS=ON -DACLVMM_BUILD_BENCH=OFF -DACLVMM_BUILD_EXAMPLES=OFF)
+               -DACLVMM_BUILD_TESTS=ON -DACLVMM_BUILD_BENCH=OFF -DACLVMM_BUILD_EXAMPLES=OFF
+               -DACLVMM_LOCK_RANK_CHECK=ON)
     ASAN_BUILD="$REPO/build-asan"
     if configure_and_build asan-build "$ASAN_BUILD" all "${SAN_FLAGS[@]}" \
             -DACLVMM_SANITIZE=address,undefined; then

@@ -22,7 +22,7 @@ aclError gate(const char* api, Feature f) {
 // Swaps the handle's route; returns the one it had, or nullopt when the handle is gone.
 std::optional<uint32_t> swap_route(uint64_t handle, uint32_t link) {
   auto& table = Runtime::get().physical();
-  std::lock_guard<ReadMostlyMutex> lock(table.mutex());
+  std::lock_guard lock(table.mutex());
   auto phys = table.find_locked(handle);
   if (!phys) return std::nullopt;
   const uint32_t before = phys->link;
@@ -54,7 +54,7 @@ aclError aclrtMemMapSetLink(aclrtDrvMemHandle handle, aclrtMemLinkType adviceLin
   if (aclError e = gate(api, Feature::kSetLink)) return e;
   Runtime& rt = Runtime::get();
   auto& table = rt.physical();
-  std::lock_guard<ReadMostlyMutex> lock(table.mutex());
+  std::lock_guard lock(table.mutex());
   auto phys = table.find_locked(api::token(handle));
   if (!phys) return api::fail(api, ACL_ERROR_RT_PARAM_INVALID, "the handle is not a live physical memory handle");
   if (!rt.config().product.supports_link(link)) {

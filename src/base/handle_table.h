@@ -19,11 +19,14 @@ namespace aclvmm {
 template <typename T>
 class HandleTable {
  public:
+  // Every table has the same rank: no thread holds two tables at once (base/lock_rank.h).
+  using Mutex = RankedReadMostlyMutex<LockRank::kHandleTable>;
+
   explicit HandleTable(uint16_t tag) : tag_(tag) {}
 
   // 0 when the table is full (2^24 - 1 live objects).
   uint64_t insert(std::shared_ptr<T> obj) {
-    std::lock_guard<ReadMostlyMutex> lock(mu_);
+    std::lock_guard<Mutex> lock(mu_);
     uint32_t index;
     if (free_.empty() && slots_.size() >= kMaxSlots) return 0;
     if (!free_.empty()) {
@@ -40,14 +43,14 @@ class HandleTable {
   }
 
   std::shared_ptr<T> find(uint64_t token) const {
-    std::shared_lock<ReadMostlyMutex> lock(mu_);
+    std::shared_lock<Mutex> lock(mu_);
     const Slot* s = slot(token);
     return s ? s->obj : nullptr;
   }
 
   // Removes the object; returns it (nullptr when the token is not live).
   std::shared_ptr<T> remove(uint64_t token) {
-    std::lock_guard<ReadMostlyMutex> lock(mu_);
+    std::lock_guard<Mutex> lock(mu_);
     Slot* s = const_cast<Slot*>(slot(token));
     if (!s) return nullptr;
     std::shared_ptr<T> obj = std::move(s->obj);
@@ -61,7 +64,7 @@ class HandleTable {
 
   // Every live object with its token (for teardown and statistics).
   std::vector<std::pair<uint64_t, std::shared_ptr<T>>> snapshot() const {
-    std::shared_lock<ReadMostlyMutex> lock(mu_);
+    std::shared_lock<Mutex> lock(mu_);
     std::vector<std::pair<uint64_t, std::shared_ptr<T>>> out;
     for (uint32_t i = 0; i < slots_.size(); ++i) {
       if (slots_[i].obj) out.emplace_back(encode(i, slots_[i].generation), slots_[i].obj);
@@ -70,14 +73,14 @@ class HandleTable {
   }
 
   size_t size() const {
-    std::shared_lock<ReadMostlyMutex> lock(mu_);
+    std::shared_lock<Mutex> lock(mu_);
     return live_;
   }
 
   // The lock that guards membership; callers that must make a check-and-remove atomic with state
   // kept in the objects (reference counts) hold it around both. Lookups (find) take it shared,
   // membership changes exclusively (a ReadMostlyMutex: lookups from many threads do not contend).
-  ReadMostlyMutex& mutex() const { return mu_; }
+  Mutex& mutex() const { return mu_; }
   std::shared_ptr<T> find_locked(uint64_t token) const {
     const Slot* s = slot(token);
     return s ? s->obj : nullptr;
@@ -119,7 +122,7 @@ class HandleTable {
   }
 
   const uint16_t tag_;
-  mutable ReadMostlyMutex mu_;
+  mutable Mutex mu_;
   std::vector<Slot> slots_;
   std::vector<uint32_t> free_;
   size_t live_ = 0;

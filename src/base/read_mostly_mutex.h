@@ -7,12 +7,15 @@
 // the address space: lookups run on every copy and query, changes are rarer and cost system calls
 // or far more anyway.
 //
-// Satisfies SharedMutex: use it with std::shared_lock and std::unique_lock.
+// Satisfies SharedMutex: use it with std::shared_lock and std::unique_lock. The library uses it as
+// RankedReadMostlyMutex<rank> (below), which adds the lock-order check.
 #pragma once
 
 #include <atomic>
 #include <cstddef>
 #include <shared_mutex>
+
+#include "base/lock_rank.h"
 
 namespace aclvmm {
 
@@ -54,5 +57,12 @@ class ReadMostlyMutex {
 
   Slot slots_[kSlots];
 };
+
+// A ReadMostlyMutex with its place in the lock order (base/lock_rank.h).
+template <LockRank R>
+using RankedReadMostlyMutex = RankedLock<ReadMostlyMutex, R>;
+
+static_assert(sizeof(RankedReadMostlyMutex<LockRank::kRegionTree>) == sizeof(ReadMostlyMutex),
+              "a ranked ReadMostlyMutex has the layout of the plain one");
 
 }  // namespace aclvmm

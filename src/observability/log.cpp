@@ -17,16 +17,18 @@
 #include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include "base/lock_rank.h"
+
 namespace aclvmm::log {
 namespace {
 
 std::atomic<int> g_level{-1};
 std::atomic<int> g_stdout{0};
-std::mutex g_mu;
+RankedMutex<LockRank::kLog> g_mu;
 // Created on the first line, not at start-up, and never destroyed: a thread that calls exit()
 // (an emulated kernel may) runs the static destructors while other threads still log.
 std::shared_ptr<spdlog::logger>& g_logger = *new std::shared_ptr<spdlog::logger>();
-std::mutex g_clock_mu;                     // local_time(); taken under g_mu, never around it
+RankedMutex<LockRank::kLogClock> g_clock_mu;  // local_time(); taken under g_mu, never around it
 
 int read_level() {
   const char* v = std::getenv("ASCEND_GLOBAL_LOG_LEVEL");
@@ -128,7 +130,7 @@ void write_line(Level level, const char* module, const char* file, int line, con
       static_cast<long>(syscall(SYS_gettid)), func, message);
   std::shared_ptr<spdlog::logger> logger;
   {
-    std::lock_guard<std::mutex> lock(g_mu);
+    std::lock_guard lock(g_mu);
     if (!g_logger) g_logger = make_logger();
     logger = g_logger;
   }
@@ -139,7 +141,7 @@ void write_line(Level level, const char* module, const char* file, int line, con
 }  // namespace
 
 void reconfigure() noexcept {
-  std::lock_guard<std::mutex> lock(g_mu);
+  std::lock_guard lock(g_mu);
   g_level.store(read_level());
   int out = read_stdout();
   if (out != g_stdout.load()) g_logger.reset();
@@ -165,7 +167,7 @@ void emit(Level level, const char* module, const char* file, int line, const cha
 }
 
 void local_time(time_t t, struct tm* out) {
-  std::lock_guard<std::mutex> lock(g_clock_mu);
+  std::lock_guard lock(g_clock_mu);
   localtime_r(&t, out);
 }
 

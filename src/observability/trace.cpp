@@ -9,6 +9,8 @@
 #include <mutex>
 #include <vector>
 
+#include "base/lock_rank.h"
+
 namespace aclvmm::trace {
 namespace {
 
@@ -22,7 +24,7 @@ struct Event {
 
 constexpr size_t kMaxEvents = 1 << 20;  // a bounded recording; later events are dropped
 
-std::mutex g_mu;
+RankedMutex<LockRank::kTrace> g_mu;
 std::atomic<bool> g_on{false};
 std::string g_path;
 std::vector<Event> g_events;
@@ -32,7 +34,7 @@ const auto g_epoch = std::chrono::steady_clock::now();
 }  // namespace
 
 void open(const std::string& path) {
-  std::lock_guard<std::mutex> lock(g_mu);
+  std::lock_guard lock(g_mu);
   g_path = path;
   g_events.clear();
   g_dropped = 0;
@@ -47,7 +49,7 @@ void event(const char* name, uint64_t address, int device) {
                          std::chrono::steady_clock::now() - g_epoch)
                          .count();
   const long tid = static_cast<long>(syscall(SYS_gettid));
-  std::lock_guard<std::mutex> lock(g_mu);
+  std::lock_guard lock(g_mu);
   if (g_events.size() >= kMaxEvents) {
     ++g_dropped;
     return;
@@ -56,7 +58,7 @@ void event(const char* name, uint64_t address, int device) {
 }
 
 void flush() {
-  std::lock_guard<std::mutex> lock(g_mu);
+  std::lock_guard lock(g_mu);
   if (g_path.empty()) return;
   FILE* f = fopen(g_path.c_str(), "w");
   if (!f) return;

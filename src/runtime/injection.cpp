@@ -4,6 +4,8 @@
 #include <cstring>
 #include <mutex>
 
+#include "base/lock_rank.h"
+
 namespace aclvmm {
 namespace {
 
@@ -14,14 +16,14 @@ struct Armed {
   bool from_env;
 };
 
-std::mutex g_mu;
+RankedMutex<LockRank::kInjection> g_mu;
 std::vector<Armed> g_armed;
 std::atomic<bool> g_any{false};  // keeps the common case (nothing armed) lock-free
 
 }  // namespace
 
 void injection_reset(const std::vector<InjectionRule>& rules) {
-  std::lock_guard<std::mutex> lock(g_mu);
+  std::lock_guard lock(g_mu);
   for (auto it = g_armed.begin(); it != g_armed.end();) {
     it = it->from_env ? g_armed.erase(it) : it + 1;
   }
@@ -30,7 +32,7 @@ void injection_reset(const std::vector<InjectionRule>& rules) {
 }
 
 void injection_arm(const std::string& api, uint32_t nth, int code) {
-  std::lock_guard<std::mutex> lock(g_mu);
+  std::lock_guard lock(g_mu);
   for (auto it = g_armed.begin(); it != g_armed.end();) {
     it = it->api == api ? g_armed.erase(it) : it + 1;
   }
@@ -44,7 +46,7 @@ namespace {
 // barrier and the runtime's own check never count one call twice.
 int check(const char* api, bool throwing) {
   if (!g_any.load(std::memory_order_relaxed)) return 0;
-  std::lock_guard<std::mutex> lock(g_mu);
+  std::lock_guard lock(g_mu);
   for (auto it = g_armed.begin(); it != g_armed.end(); ++it) {
     if (std::strcmp(it->api.c_str(), api) != 0) continue;
     if ((it->code < 0) != throwing) return 0;
@@ -63,7 +65,7 @@ int injection_check(const char* api) { return check(api, false); }
 int injection_check_throw(const char* api) { return check(api, true); }
 
 uint32_t injection_remaining(const std::string& api) {
-  std::lock_guard<std::mutex> lock(g_mu);
+  std::lock_guard lock(g_mu);
   for (const Armed& a : g_armed) {
     if (a.api == api) return a.remaining;
   }

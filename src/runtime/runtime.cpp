@@ -68,7 +68,8 @@ Runtime::Runtime(uint32_t generation)
       physical_(fork_tag(0x7a11, generation)),
       contexts_(fork_tag(0xc0c1, generation)),
       streams_(fork_tag(0x57e4, generation)),
-      sharing_(process_sharing()) {}
+      sharing_(process_sharing()),
+      managed_(*this) {}
 
 Runtime& Runtime::get() {
   if (Runtime* rt = g_runtime.load(std::memory_order_acquire)) return *rt;
@@ -101,11 +102,12 @@ void Runtime::release_inherited() {
 
 Status Runtime::start() {
   if (started_.load(std::memory_order_acquire)) return Status::Ok();
-  std::lock_guard<std::recursive_mutex> lock(mu_);
+  std::lock_guard lock(mu_);
   return start_locked();
 }
 
 Status Runtime::start_locked() {
+  mu_.assert_held();
   if (started_.load()) return Status::Ok();
   log::reconfigure();
   ACLVMM_ASSIGN_OR_RETURN(Config cfg, load_config());
@@ -123,34 +125,35 @@ Status Runtime::start_locked() {
       backend_.reset();  // the next start tries again from scratch
       return claimed;
     }
-    sharing_.attach(&backend_->share_transport());
+    sharing_.attach(&backend_->share_transport(), backend_.get(), &physical_, this);
     managed_.attach(backend_.get(), space_.uvm_window(), space_.uvm_window_size());
     if (!g_exit_registered.exchange(true)) std::atexit(at_exit);
   }
-  config_ = std::move(cfg);
-  space_.set_host_access_open(config_.host_access_open);
-  devices_.assign(config_.device_count, Device{});
+  ACLVMM_ASSIGN_OR_RETURN(const Config* published, config_.publish(std::move(cfg)));
+  const Config& config = *published;
+  space_.set_host_access_open(config.host_access_open);
+  devices_.assign(config.device_count, Device{});
   // Best effort: without a segment the pools simply have no mirror.
-  std::vector<UsageMirror> mirrors = SmiPublisher::get().publish(*backend_, config_);
+  std::vector<UsageMirror> mirrors = SmiPublisher::get().publish(*backend_, config);
   {
-    std::lock_guard<std::mutex> pools_lock(pools_mu_);
+    std::lock_guard pools_lock(pools_mu_);
     pools_.clear();
     for (size_t i = 0; i < devices_.size(); ++i) {
-      devices_[i].pool = std::make_shared<MemoryPool>(config_.device_memory, std::move(mirrors[i]));
+      devices_[i].pool = std::make_shared<MemoryPool>(config.device_memory, std::move(mirrors[i]));
       pools_.push_back(devices_[i].pool);
     }
     host_pool_ = std::make_shared<MemoryPool>(backend_->host_memory_total());
   }
-  trace::open(config_.trace_file);
+  trace::open(config.trace_file);
   started_.store(true, std::memory_order_release);
   ACLVMM_LOG_INFO("RUNTIME", "started: soc {} ({}), {} device(s) of {} bytes, driver {}",
-                  config_.product.soc, config_.product.family_name(), config_.device_count,
-                  config_.device_memory, backend_->name());
+                  config.product.soc, config.product.family_name(), config.device_count,
+                  config.device_memory, backend_->name());
   return Status::Ok();
 }
 
 Status Runtime::init(const char* config_path) {
-  std::lock_guard<std::recursive_mutex> lock(mu_);
+  std::lock_guard lock(mu_);
   std::string content;
   if (config_path) {
     std::ifstream in(config_path);
@@ -183,7 +186,7 @@ Status Runtime::init(const char* config_path) {
 Status Runtime::finalize() {
   // Finalising joins every stream's worker, the caller's own included.
   if (Stream::running()) return Stream::refuse_from_task(Stream::kWouldDestroy);
-  std::unique_lock<std::recursive_mutex> lock(mu_);
+  std::unique_lock lock(mu_);
   if (init_refs_ == 0) {
     return Error(kAclRepeatFinalize, "aclFinalize without a matching aclInit");
   }
@@ -193,11 +196,12 @@ Status Runtime::finalize() {
 }
 
 void Runtime::teardown(const char* why) {
-  std::unique_lock<std::recursive_mutex> lock(mu_);
+  std::unique_lock lock(mu_);
   teardown_locked(lock, why);
 }
 
-void Runtime::teardown_locked(std::unique_lock<std::recursive_mutex>& lock, const char* why) {
+void Runtime::teardown_locked(std::unique_lock<LifetimeMutex>& lock, const char* why) {
+  mu_.assert_held();
   if (!started_.load() || tearing_down_) return;
   tearing_down_ = true;  // a teardown racing this one (exit during aclFinalize) leaves it alone
   // Exports end first so that no importer is served from memory being torn down.
@@ -256,7 +260,7 @@ void Runtime::teardown_locked(std::unique_lock<std::recursive_mutex>& lock, cons
   }
   devices_.clear();
   {
-    std::lock_guard<std::mutex> pools_lock(pools_mu_);
+    std::lock_guard pools_lock(pools_mu_);
     pools_.clear();
   }
   SmiPublisher::get().deactivate();
@@ -268,39 +272,42 @@ void Runtime::teardown_locked(std::unique_lock<std::recursive_mutex>& lock, cons
 }
 
 StatusOr<int> Runtime::physical_device(int32_t user_id) const {
-  if (!config_.visible_error.empty()) return Error(ACL_ERROR_RT_INVALID_DEVICEID, config_.visible_error);
-  if (user_id < 0 || user_id >= visible_count()) {
-    return Error(ACL_ERROR_RT_INVALID_DEVICEID,
-                 "device id " + std::to_string(user_id) + " is out of range [0, " +
-                     std::to_string(visible_count()) + ")");
+  const Config& cfg = config();  // one snapshot for the check and the answer
+  if (!cfg.visible_error.empty()) return Error(ACL_ERROR_RT_INVALID_DEVICEID, cfg.visible_error);
+  const int count = static_cast<int>(cfg.visible.size());
+  if (user_id < 0 || user_id >= count) {
+    return Error(ACL_ERROR_RT_INVALID_DEVICEID, "device id " + std::to_string(user_id) +
+                                                    " is out of range [0, " +
+                                                    std::to_string(count) + ")");
   }
-  return config_.visible[user_id];
+  return cfg.visible[user_id];
 }
 
 int Runtime::user_device(int physical_id) const {
-  for (size_t i = 0; i < config_.visible.size(); ++i) {
-    if (config_.visible[i] == physical_id) return static_cast<int>(i);
+  const Config& cfg = config();
+  for (size_t i = 0; i < cfg.visible.size(); ++i) {
+    if (cfg.visible[i] == physical_id) return static_cast<int>(i);
   }
   return physical_id;
 }
 
 std::shared_ptr<MemoryPool> Runtime::pool(int physical_id) const {
-  std::lock_guard<std::mutex> lock(pools_mu_);
+  std::lock_guard lock(pools_mu_);
   if (physical_id < 0 || physical_id >= static_cast<int>(pools_.size())) return nullptr;
   return pools_[physical_id];
 }
 
 std::shared_ptr<MemoryPool> Runtime::host_pool() const {
-  std::lock_guard<std::mutex> lock(pools_mu_);
+  std::lock_guard lock(pools_mu_);
   return host_pool_;
 }
 
 Status Runtime::set_device(int32_t user_id) {
-  std::lock_guard<std::recursive_mutex> lock(mu_);
+  std::lock_guard lock(mu_);
   ACLVMM_ASSIGN_OR_RETURN(const int phys, physical_device(user_id));
   Device& d = devices_[phys];
   if (!contexts_.find(d.primary_context)) {
-    ACLVMM_ASSIGN_OR_RETURN(d.primary_context, create_context(phys, true));
+    ACLVMM_ASSIGN_OR_RETURN(d.primary_context, create_context_locked(phys, true));
   }
   ++d.open_count;
   t_context = contexts_.find(d.primary_context);
@@ -311,7 +318,7 @@ Status Runtime::set_device(int32_t user_id) {
 Status Runtime::reset_device(int32_t user_id, bool force) {
   std::vector<std::shared_ptr<Stream>> doomed;
   {
-    std::lock_guard<std::recursive_mutex> lock(mu_);
+    std::lock_guard lock(mu_);
     ACLVMM_ASSIGN_OR_RETURN(const int phys, physical_device(user_id));
     Device& d = devices_[phys];
     const int remaining = force || d.open_count <= 1 ? 0 : d.open_count - 1;
@@ -363,7 +370,12 @@ Accessor Runtime::accessor_for(int physical_device) const {
 }
 
 StatusOr<uint64_t> Runtime::create_context(int physical_device, bool primary) {
-  std::lock_guard<std::recursive_mutex> lock(mu_);
+  std::lock_guard lock(mu_);
+  return create_context_locked(physical_device, primary);
+}
+
+StatusOr<uint64_t> Runtime::create_context_locked(int physical_device, bool primary) {
+  mu_.assert_held();
   auto ctx = std::make_shared<Context>();
   ctx->device = physical_device;
   ctx->primary = primary;
@@ -375,6 +387,7 @@ StatusOr<uint64_t> Runtime::create_context(int physical_device, bool primary) {
 }
 
 std::vector<std::shared_ptr<Stream>> Runtime::destroy_context_locked(uint64_t token) {
+  mu_.assert_held();
   std::vector<std::shared_ptr<Stream>> doomed;
   for (auto& [stoken, stream] : streams_.snapshot()) {
     if (stream->context() == token) {
@@ -390,7 +403,7 @@ std::vector<std::shared_ptr<Stream>> Runtime::destroy_context_locked(uint64_t to
 Status Runtime::destroy_context(uint64_t token) {
   std::vector<std::shared_ptr<Stream>> doomed;
   {
-    std::lock_guard<std::recursive_mutex> lock(mu_);
+    std::lock_guard lock(mu_);
     auto ctx = contexts_.find(token);
     if (!ctx) return Error(ACL_ERROR_RT_PARAM_INVALID, "the context is not a live context");
     if (ctx->primary) {
@@ -450,7 +463,7 @@ Status Runtime::destroy_stream(uint64_t token, bool force) {
     return Stream::refuse_from_task(force ? Stream::kWouldDestroy : Stream::kWouldWait);
   }
   {
-    std::lock_guard<std::recursive_mutex> lock(mu_);
+    std::lock_guard lock(mu_);
     auto ctx = contexts_.find(stream->context());
     if (ctx && ctx->default_stream == token) {
       return Error(ACL_ERROR_RT_PARAM_INVALID, "the default stream cannot be destroyed");
@@ -469,7 +482,7 @@ StatusOr<std::shared_ptr<Stream>> Runtime::resolve_stream(uint64_t token) {
     return stream;
   }
   ACLVMM_ASSIGN_OR_RETURN(const uint64_t ctx_token, current_context());
-  std::lock_guard<std::recursive_mutex> lock(mu_);
+  std::lock_guard lock(mu_);
   auto ctx = contexts_.find(ctx_token);
   if (!ctx) return Error(ACL_ERROR_RT_CONTEXT_NULL, "the current context was destroyed");
   auto stream = streams_.find(ctx->default_stream);

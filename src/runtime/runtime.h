@@ -22,9 +22,11 @@
 #include <vector>
 
 #include "base/handle_table.h"
+#include "base/lock_rank.h"
 #include "base/status.h"
 #include "drivers/driver.h"
 #include "runtime/config.h"
+#include "runtime/config_snapshots.h"
 #include "runtime/stream.h"
 #include "vmm/address_space.h"
 #include "vmm/managed.h"
@@ -51,7 +53,7 @@ struct Device {
 
 inline constexpr int kMaxDevices = 64;
 
-class Runtime {
+class Runtime final : public DeviceDirectory {
  public:
   static Runtime& get();
 
@@ -62,7 +64,10 @@ class Runtime {
   // Releases everything still held, reporting each leak (finalize and process exit).
   void teardown(const char* why);
 
-  const Config& config() const { return config_; }
+  // The configuration of the latest start: an immutable snapshot (config_snapshots.h), valid
+  // for the process's lifetime. A call reads it once (`const Config& cfg = rt.config();`) and
+  // keeps to that copy; a restart meanwhile publishes a new snapshot and leaves it alone.
+  const Config& config() const { return config_.current(); }
   drv::Backend& backend() { return *backend_; }
   AddressSpace& space() { return space_; }
   HandleTable<PhysicalAllocation>& physical() { return physical_; }
@@ -70,14 +75,16 @@ class Runtime {
   HandleTable<Stream>& streams() { return streams_; }
   ShareService& sharing() { return sharing_; }
   ManagedMemory& managed() { return managed_; }
-  bool quirks() const { return config_.quirks_vendor; }
+  bool quirks() const { return config().quirks_vendor; }
 
   // Devices. User ids are what the application sees (after ASCEND_RT_VISIBLE_DEVICES); physical
   // ids index the emulated devices.
-  int visible_count() const { return static_cast<int>(config_.visible.size()); }
+  int visible_count() const { return static_cast<int>(config().visible.size()); }
   StatusOr<int> physical_device(int32_t user_id) const;
-  int user_device(int physical_id) const;
-  std::shared_ptr<MemoryPool> pool(int physical_id) const;
+  int user_device(int physical_id) const override;
+  std::shared_ptr<MemoryPool> pool(int physical_id) const override;
+  bool host_numa() const override { return config().host_numa; }
+  int device_count() const override { return config().device_count; }
   // Host memory handed out as physical or pinned memory, bounded by the machine's memory.
   std::shared_ptr<MemoryPool> host_pool() const;
   Status set_device(int32_t user_id);
@@ -103,7 +110,7 @@ class Runtime {
 
   Status enable_peer(int peer_physical, bool enable);
   // Opens peer access between two devices in both directions (import onto another device).
-  void enable_peer_pair(int a, int b);
+  void enable_peer_pair(int a, int b) override;
 
  private:
   // fork() handlers (runtime_fork.cpp, which documents the lock order): registered once, with
@@ -112,12 +119,16 @@ class Runtime {
   static void fork_parent();
   static void fork_child();
 
+  using LifetimeMutex = RankedMutex<LockRank::kRuntimeLifetime>;
+
   // `generation`: how many forks lie between this object and the process's first one.
   explicit Runtime(uint32_t generation);
   Status start_locked();
   // Gives back the address ranges the runtimes this process inherited over fork had claimed.
   void release_inherited();
-  void teardown_locked(std::unique_lock<std::recursive_mutex>& lock, const char* why);
+  void teardown_locked(std::unique_lock<LifetimeMutex>& lock, const char* why);
+  // create_context with mu_ held (set_device creates the primary context under its own lock).
+  StatusOr<uint64_t> create_context_locked(int physical_device, bool primary);
   // Removes the context and returns its streams, which the caller aborts once mu_ is released: a
   // task of such a stream may be waiting for mu_ (calling back into the runtime), and joining its
   // worker under mu_ would deadlock.
@@ -130,18 +141,20 @@ class Runtime {
   const uint32_t generation_;
   // The runtime this one replaced in a forked child, whose claims its first start releases.
   Runtime* inherited_ = nullptr;
-  mutable std::recursive_mutex mu_;  // lifetime, devices, contexts (not on data paths)
+  // Lifetime, devices, contexts (not on data paths). Not recursive: what needs it held is a
+  // `_locked` function.
+  mutable LifetimeMutex mu_;
   std::atomic<bool> started_{false};
   bool tearing_down_ = false;  // under mu_ (which a teardown releases while it joins streams)
   std::atomic<bool> svm_ready_{false};
   int init_refs_ = 0;
   std::string init_config_;
-  Config config_;
+  ConfigSnapshots config_;  // published by start_locked, under mu_
   std::unique_ptr<drv::Backend> backend_;
   std::vector<Device> devices_;
   // Capacity pools are read by stream workers and the fault thread, which teardown joins while
   // holding mu_: they have their own lock so that join cannot deadlock.
-  mutable std::mutex pools_mu_;
+  mutable RankedMutex<LockRank::kDevicePools> pools_mu_;
   std::vector<std::shared_ptr<MemoryPool>> pools_;
   std::shared_ptr<MemoryPool> host_pool_;
   // Peer access per device: read on every copy, so kept lock-free.

@@ -20,6 +20,10 @@
 //      takes them under the locks above (a backend step claiming a range checks its injection
 //      rules, window claims and the listener log), never the other way round, and takes nothing
 //      under them.
+//   4. (drivers/host's statistics segment registry: its handler was installed at load, first,
+//      so its prepare handler runs last.)
+// 1 to 3 are increasing ranks of base/lock_rank.h, checked like every other acquisition; 4 is a
+// backend's leaf above them all (lock_rank.h says why).
 // Runtime::mu_, the region tree and the tables' locks are not taken: the child never uses them
 // (reader-writer locks could not even be released there: the thread's id changed).
 // After fork both processes release all of them (plain mutexes, released by the thread that took

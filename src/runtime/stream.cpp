@@ -55,7 +55,7 @@ Status Stream::refuse_from_task(Refusal why) {
 }
 
 void Stream::enqueue(Task task) {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard lock(mu_);
   if (stop_) return;
   try {
     queue_.push_back(std::move(task));
@@ -71,7 +71,7 @@ void Stream::enqueue(Task task) {
 
 Status Stream::synchronize() {
   if (t_running) return refuse_from_task(kWouldWait);
-  std::unique_lock<std::mutex> lock(mu_);
+  std::unique_lock lock(mu_);
   idle_cv_.wait(lock, [this] { return queue_.empty() && !running_; });
   Status st = std::move(first_error_);
   first_error_ = Status();
@@ -81,7 +81,7 @@ Status Stream::synchronize() {
 void Stream::abort() {
   std::thread worker;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::lock_guard lock(mu_);
     stop_ = true;
     queue_.clear();
     worker = std::move(worker_);
@@ -96,13 +96,13 @@ void Stream::abort() {
       worker.join();
     }
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard lock(mu_);
   idle_cv_.notify_all();
 }
 
 void Stream::run() {
   if (worker_setup_) worker_setup_();
-  std::unique_lock<std::mutex> lock(mu_);
+  std::unique_lock lock(mu_);
   for (;;) {
     cv_.wait(lock, [this] { return stop_ || !queue_.empty(); });
     if (queue_.empty()) return;  // stopped and drained

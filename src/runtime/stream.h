@@ -14,7 +14,6 @@
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
 #include <deque>
 #include <functional>
 #include <memory>
@@ -23,6 +22,7 @@
 
 #include <sys/types.h>
 
+#include "base/lock_rank.h"
 #include "base/status.h"
 
 namespace aclvmm {
@@ -70,9 +70,9 @@ class Stream {
   const std::function<void()> worker_setup_;
   const pid_t owner_pid_;  // a worker that finds itself in a forked child stops (run())
   std::atomic<uint64_t> token_{0};
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::condition_variable idle_cv_;
+  RankedMutex<LockRank::kStreamQueue> mu_;
+  ConditionVariable cv_;
+  ConditionVariable idle_cv_;
   std::deque<Task> queue_;
   bool running_ = false;  // a task is executing
   bool stop_ = false;

@@ -42,8 +42,8 @@ bool is_reservation(const Region& r) {
 }  // namespace
 
 Status AddressSpace::claim_windows(drv::Backend* backend) {
-  std::unique_lock<ReadMostlyMutex> lock(mu_);
-  std::lock_guard<std::mutex> claims(claims_mu_);
+  std::unique_lock lock(mu_);
+  std::lock_guard claims(claims_mu_);
   if (backend_) return Status::Ok();
   host_window_size_ = kHostWindowSize;
   uvm_window_size_ = kUvmWindowSize;
@@ -95,9 +95,9 @@ Status AddressSpace::claim_windows(drv::Backend* backend) {
 }
 
 std::vector<std::unique_ptr<Region>> AddressSpace::clear() {
-  std::unique_lock<ReadMostlyMutex> lock(mu_);
+  std::unique_lock lock(mu_);
   // A no-UC range and its record go together, so a fork never sees one without the other.
-  std::lock_guard<std::mutex> claims(claims_mu_);
+  std::lock_guard claims(claims_mu_);
   std::vector<std::unique_ptr<Region>> out;
   for (auto& [base, region] : regions_) {
     unindex(*region);
@@ -117,7 +117,7 @@ std::vector<std::unique_ptr<Region>> AddressSpace::clear() {
 }
 
 void AddressSpace::release_inherited_claims() {
-  std::lock_guard<std::mutex> claims(claims_mu_);
+  std::lock_guard claims(claims_mu_);
   if (!backend_) return;  // never claimed anything
   for (const auto& [base, span] : no_uc_claims_) (void)backend_->release_window(base, span);
   const AddressRange windows[] = {{host_window_, host_window_size_},
@@ -152,7 +152,7 @@ StatusOr<uint64_t> AddressSpace::reserve(uint64_t size, uint64_t expect, bool no
   auto region = std::make_unique<Region>();
   region->requested = size;
   region->created_by = api;
-  std::unique_lock<ReadMostlyMutex> lock(mu_);
+  std::unique_lock lock(mu_);
   if (no_uc) {
     if (rsize % kGiB != 0 || expect % kGiB != 0) {
       return Error(ACL_ERROR_RT_PARAM_INVALID,
@@ -164,7 +164,7 @@ StatusOr<uint64_t> AddressSpace::reserve(uint64_t size, uint64_t expect, bool no
                                                    " is outside the no-UC window [0x180000000000, "
                                                    "0x800000000000)");
     }
-    std::lock_guard<std::mutex> claims(claims_mu_);
+    std::lock_guard claims(claims_mu_);
     int rc = backend_->claim_fixed(expect, rsize);
     if (rc != 0) {
       return Error(ACL_ERROR_RT_DRV_INTERNAL_ERROR,
@@ -224,7 +224,7 @@ StatusOr<uint64_t> AddressSpace::reserve(uint64_t size, uint64_t expect, bool no
 }
 
 Status AddressSpace::release(uint64_t base) {
-  std::unique_lock<ReadMostlyMutex> lock(mu_);
+  std::unique_lock lock(mu_);
   auto it = regions_.find(base);
   if (it == regions_.end() || !is_reservation(*it->second)) {
     return Error(ACL_ERROR_RT_PARAM_INVALID,
@@ -237,7 +237,7 @@ Status AddressSpace::release(uint64_t base) {
                      std::to_string(r.mappings.size()) + " mapping(s); unmap them first");
   }
   if (r.kind == RegionKind::kNoUcReservation) {
-    std::lock_guard<std::mutex> claims(claims_mu_);
+    std::lock_guard claims(claims_mu_);
     // A range that cannot be given back stays reserved: forgetting it would leak the placeholder.
     int rc = backend_->release_window(r.base, r.span);
     if (rc != 0) {
@@ -280,7 +280,7 @@ StatusOr<uint64_t> AddressSpace::add_device_malloc(uint64_t size, uint64_t reque
                                                    std::shared_ptr<PhysicalAllocation> phys) {
   uint64_t align = size >= kGiB ? kGiB : kChunk;
   uint64_t span = round_up(size, align);
-  std::unique_lock<ReadMostlyMutex> lock(mu_);
+  std::unique_lock lock(mu_);
   uint64_t base = 0;
   if (!svm_.allocate(span, align, &base)) {
     return Error(ACL_ERROR_RT_MEMORY_ALLOCATION, "the device address window is full");
@@ -315,7 +315,7 @@ StatusOr<uint64_t> AddressSpace::add_device_malloc(uint64_t size, uint64_t reque
 StatusOr<uint64_t> AddressSpace::add_host_pinned(uint64_t size, uint64_t requested,
                                                  std::shared_ptr<PhysicalAllocation> phys) {
   uint64_t span = round_up(size, kChunk);
-  std::unique_lock<ReadMostlyMutex> lock(mu_);
+  std::unique_lock lock(mu_);
   uint64_t base = 0;
   if (!host_.allocate(span, kChunk, &base)) {
     return Error(ACL_ERROR_RT_MEMORY_ALLOCATION, "the host pinned address window is full");
@@ -343,7 +343,7 @@ StatusOr<uint64_t> AddressSpace::add_host_pinned(uint64_t size, uint64_t request
 }
 
 StatusOr<std::unique_ptr<Region>> AddressSpace::remove_allocation(uint64_t base, RegionKind kind) {
-  std::unique_lock<ReadMostlyMutex> lock(mu_);
+  std::unique_lock lock(mu_);
   auto it = regions_.find(base);
   if (it == regions_.end() || it->second->kind != kind) {
     return Error(ACL_ERROR_RT_PARAM_INVALID,
@@ -408,14 +408,14 @@ void AddressSpace::unindex(const Region& r) {
 }
 
 size_t AddressSpace::region_count(RegionKind kind) const {
-  std::shared_lock<ReadMostlyMutex> lock(mu_);
+  std::shared_lock lock(mu_);
   size_t n = 0;
   for (const auto& [base, r] : regions_) n += r->kind == kind;
   return n;
 }
 
 size_t AddressSpace::mapping_count() const {
-  std::shared_lock<ReadMostlyMutex> lock(mu_);
+  std::shared_lock lock(mu_);
   size_t n = 0;
   for (const auto& [base, r] : regions_) {
     if (!is_reservation(*r)) continue;

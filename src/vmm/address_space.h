@@ -82,16 +82,17 @@ struct Region {
   const char* created_by = "";
   // Guards `mappings` and `bound*` (the fields above never change after creation). Map and
   // unmap on different reservations therefore never wait for each other.
-  mutable ReadMostlyMutex mu;
+  using Mutex = RankedReadMostlyMutex<LockRank::kRegionMappings>;
+  mutable Mutex mu;
   std::map<uint64_t, Mapping> mappings;
 };
 
 // The lock of r's mappings, or no lock when r is null (the caller then only reports an error).
-inline std::unique_lock<ReadMostlyMutex> write_mappings(Region* r) {
-  return r ? std::unique_lock<ReadMostlyMutex>(r->mu) : std::unique_lock<ReadMostlyMutex>();
+inline std::unique_lock<Region::Mutex> write_mappings(Region* r) {
+  return r ? std::unique_lock<Region::Mutex>(r->mu) : std::unique_lock<Region::Mutex>();
 }
-inline std::shared_lock<ReadMostlyMutex> read_mappings(const Region* r) {
-  return r ? std::shared_lock<ReadMostlyMutex>(r->mu) : std::shared_lock<ReadMostlyMutex>();
+inline std::shared_lock<Region::Mutex> read_mappings(const Region* r) {
+  return r ? std::shared_lock<Region::Mutex>(r->mu) : std::shared_lock<Region::Mutex>();
 }
 
 // Who executes a device operation: a physical device and the devices it reaches by peer access.
@@ -196,10 +197,10 @@ class AddressSpace {
   void index_malloc(const Region& r);
   void unindex(const Region& r);
 
-  mutable ReadMostlyMutex mu_;  // the region tree; lock order: mu_, then a Region's mu
-  // The claims (lock order: mu_, then claims_mu_): the window fields below while they are claimed,
-  // and no_uc_claims_.
-  std::mutex claims_mu_;
+  // The region tree; ranked below a Region's mu and the claims (base/lock_rank.h).
+  mutable RankedReadMostlyMutex<LockRank::kRegionTree> mu_;
+  // The claims: the window fields below while they are claimed, and no_uc_claims_.
+  RankedMutex<LockRank::kAddressClaims> claims_mu_;
   std::map<uint64_t, uint64_t> no_uc_claims_;  // base -> span of each no-UC reservation
   ChunkIndex index_;            // lock-free answers for the device window (chunk_index.h)
   std::map<uint64_t, std::unique_ptr<Region>> regions_;

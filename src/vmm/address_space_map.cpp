@@ -27,7 +27,7 @@ drv::CpuAccess cpu_of(int flags) {
 
 Status AddressSpace::map(uint64_t va, uint64_t size, uint64_t handle,
                          std::shared_ptr<PhysicalAllocation> phys, bool no_access) {
-  std::shared_lock<ReadMostlyMutex> tree(mu_);
+  std::shared_lock tree(mu_);
   Region* r = find_region(va);
   auto own = write_mappings(r);
   if (!r || !is_reservation(*r)) {
@@ -94,7 +94,7 @@ Status AddressSpace::map(uint64_t va, uint64_t size, uint64_t handle,
 }
 
 StatusOr<Mapping> AddressSpace::unmap(uint64_t va) {
-  std::shared_lock<ReadMostlyMutex> tree(mu_);
+  std::shared_lock tree(mu_);
   Region* r = find_region(va);
   auto own = write_mappings(r);
   auto it = (r && is_reservation(*r)) ? r->mappings.find(va) : decltype(r->mappings.end()){};
@@ -116,7 +116,7 @@ StatusOr<Mapping> AddressSpace::unmap(uint64_t va) {
 }
 
 StatusOr<uint64_t> AddressSpace::mapping_handle(uint64_t va) const {
-  std::shared_lock<ReadMostlyMutex> tree(mu_);
+  std::shared_lock tree(mu_);
   const Region* r = find_region(va);
   auto own = read_mappings(r);
   if (!r || !is_reservation(*r)) return drv_error(hex(va) + " is not a mapped address");
@@ -134,7 +134,7 @@ StatusOr<uint64_t> AddressSpace::mapping_handle(uint64_t va) const {
 
 Status AddressSpace::set_access(uint64_t va, uint64_t size, const std::vector<AccessChange>& changes,
                                 bool quirks) {
-  std::shared_lock<ReadMostlyMutex> tree(mu_);
+  std::shared_lock tree(mu_);
   Region* r = find_region(va);
   auto own = write_mappings(r);
   auto it = (r && is_reservation(*r)) ? r->mappings.find(va) : decltype(r->mappings.end()){};
@@ -171,7 +171,7 @@ Status AddressSpace::set_access(uint64_t va, uint64_t size, const std::vector<Ac
 }
 
 StatusOr<int> AddressSpace::grant_peer(uint64_t va, uint64_t size, int device) {
-  std::shared_lock<ReadMostlyMutex> tree(mu_);
+  std::shared_lock tree(mu_);
   Region* r = find_region(va);
   auto own = write_mappings(r);
   if (!r || r->kind == RegionKind::kHostPinned) {
@@ -194,7 +194,7 @@ StatusOr<int> AddressSpace::grant_peer(uint64_t va, uint64_t size, int device) {
 }
 
 StatusOr<int> AddressSpace::get_access(uint64_t va, bool host, int device) const {
-  std::shared_lock<ReadMostlyMutex> tree(mu_);
+  std::shared_lock tree(mu_);
   const Region* r = find_region(va);
   auto own = read_mappings(r);
   if (!r || !is_reservation(*r)) return drv_error(hex(va) + " is not a mapped address");

@@ -30,7 +30,7 @@ const Mapping* mapping_at(const Region& r, uint64_t va) {
 StatusOr<AddressRange> AddressSpace::address_range(uint64_t ptr) const {
   const ChunkEntry e = index_.lookup(ptr);  // lock-free; empty sends us to the trees
   if (e.kind != ChunkEntry::kEmpty && e.range_exact) return AddressRange{e.range_base, e.range_size};
-  std::shared_lock<ReadMostlyMutex> tree(mu_);
+  std::shared_lock tree(mu_);
   const Region* r = find_region(ptr);
   auto own = read_mappings(r);
   if (r && !is_reservation(*r)) {
@@ -53,7 +53,7 @@ StatusOr<PointerInfo> AddressSpace::pointer_info(uint64_t ptr, size_t host_page)
     info.page_size = e.page_shift ? 1u << e.page_shift : static_cast<uint32_t>(host_page);
     return info;
   }
-  std::shared_lock<ReadMostlyMutex> tree(mu_);
+  std::shared_lock tree(mu_);
   const Region* r = find_region(ptr);
   auto own = read_mappings(r);
   PointerInfo info;
@@ -102,7 +102,7 @@ Status AddressSpace::translate(uint64_t va, uint64_t n, bool write, const Access
                                Translation* out) const {
   out->cpu = true;
   out->segments.clear();
-  std::shared_lock<ReadMostlyMutex> tree(mu_);
+  std::shared_lock tree(mu_);
   const Region* r = find_region(va);
   auto own = read_mappings(r);
   if (!r) {

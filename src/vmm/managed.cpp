@@ -7,7 +7,6 @@
 
 #include "observability/log.h"
 #include "observability/trace.h"
-#include "runtime/runtime.h"
 
 namespace aclvmm {
 namespace {
@@ -60,7 +59,7 @@ Status ManagedMemory::start_tracking() {
 }
 
 void ManagedMemory::stop_tracking() {
-  std::lock_guard<std::mutex> life(life_mu_);
+  std::lock_guard life(life_mu_);
   stop_tracking_life_locked(false);
 }
 
@@ -102,7 +101,7 @@ StatusOr<uint64_t> ManagedMemory::allocate(uint64_t size) {
     return Error(ACL_ERROR_RT_MEMORY_ALLOCATION,
                  fmt::format("managed memory is limited to {} bytes per process", window_size_));
   }
-  std::lock_guard<std::mutex> life(life_mu_);
+  std::lock_guard life(life_mu_);
   bool started_here = false;
   {
     Lock lock(mu_);
@@ -175,7 +174,7 @@ Status ManagedMemory::free(uint64_t base, bool teardown) {
     for (ManagedPage& p : range->pages) {
       // Released, not migrated: the device charge goes back and nothing is counted.
       if (p.resident == kHostResident) continue;
-      if (auto pool = Runtime::get().pool(p.resident)) pool->uncharge(kPage);
+      if (auto pool = devices_.pool(p.resident)) pool->uncharge(kPage);
       lru_.remove(p.resident, p.lru_stamp);
       p.resident = kHostResident;
     }

@@ -28,9 +28,11 @@
 #include <thread>
 #include <vector>
 
+#include "base/lock_rank.h"
 #include "base/status.h"
 #include "drivers/driver.h"
 #include "vmm/address_space.h"
+#include "vmm/device_directory.h"
 #include "vmm/managed_lru.h"
 #include "vmm/va_allocator.h"
 
@@ -78,6 +80,9 @@ struct ManagedStats {
 
 class ManagedMemory {
  public:
+  // `devices`: the pools pages are charged to, the user ids attributes report, whether the host
+  // has NUMA; it outlives this object (the runtime that owns both).
+  explicit ManagedMemory(const DeviceDirectory& devices) : devices_(devices) {}
   ~ManagedMemory();
   // The UVM window and the backend; starts fault tracking when the machine allows it.
   void attach(drv::Backend* backend, uint64_t window, uint64_t window_size);
@@ -110,7 +115,8 @@ class ManagedMemory {
   std::string stats_json() const;
 
  private:
-  using Lock = std::unique_lock<std::mutex>;
+  using RangesMutex = RankedMutex<LockRank::kManagedRanges>;
+  using Lock = std::unique_lock<RangesMutex>;
   static Status not_allocated(uint64_t va);
   ManagedRange* find(uint64_t va);
   const ManagedRange* find(uint64_t va) const;
@@ -142,11 +148,12 @@ class ManagedMemory {
   drv::Backend* backend_ = nullptr;
   drv::FaultTracker* tracker_ = nullptr;
   std::atomic<bool> tracking_{false};
+  const DeviceDirectory& devices_;
   uint64_t window_ = 0, window_size_ = 0;
   // Starting and stopping fault tracking, held across the fault thread's join (which mu_ cannot
   // be: the thread takes mu_), so a start never overlaps a stop. The fault thread never takes it.
-  std::mutex life_mu_;
-  mutable std::mutex mu_;
+  RankedMutex<LockRank::kManagedLifetime> life_mu_;
+  mutable RangesMutex mu_;
   VaAllocator va_;
   std::map<uint64_t, std::unique_ptr<ManagedRange>> ranges_;
   ResidencyLru lru_;

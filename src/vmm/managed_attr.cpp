@@ -11,7 +11,6 @@
 #include <stdexcept>
 
 #include "observability/log.h"
-#include "runtime/runtime.h"
 #include "vmm/managed.h"
 
 namespace aclvmm {
@@ -47,8 +46,7 @@ StatusOr<std::vector<int32_t>> ManagedMemory::attribute(int attribute, uint64_t 
     Lock lock(mu_);
     Pages pages;
     ACLVMM_RETURN_IF_ERROR(pages_of(va, size, &pages));
-    Runtime& rt = Runtime::get();
-    auto user = [&](int physical) { return static_cast<int32_t>(rt.user_device(physical)); };
+    auto user = [&](int physical) { return static_cast<int32_t>(devices_.user_device(physical)); };
     auto processor = [&](const ManagedLocation& l) {
       if (l.type == kDevice) return user(l.id);
       return l.type == kHost || l.type == kHostNuma ? kHostProcessor : kMixed;

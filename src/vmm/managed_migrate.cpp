@@ -4,7 +4,6 @@
 
 #include "observability/log.h"
 #include "observability/trace.h"
-#include "runtime/runtime.h"
 #include "vmm/managed.h"
 
 namespace aclvmm {
@@ -60,7 +59,7 @@ void ManagedMemory::drop_read_copies(ManagedRange& r, size_t page) {
 }
 
 void ManagedMemory::place_on_node(ManagedRange& r, size_t page, int node) {
-  if (!Runtime::get().config().host_numa) return;  // ACLVMM_HOST_NUMA=off: a host without NUMA
+  if (!devices_.host_numa()) return;  // ACLVMM_HOST_NUMA=off: a host without NUMA
   const int rc = backend_->bind_numa(r.base + page * kPage, kPage, node);
   if (rc == -EOPNOTSUPP) return;  // no NUMA: there is only one place
   if (rc != 0) {
@@ -72,7 +71,7 @@ void ManagedMemory::place_on_node(ManagedRange& r, size_t page, int node) {
 Status ManagedMemory::to_device(ManagedRange& r, size_t page, int device) {
   ManagedPage& p = r.pages[page];
   if (p.resident == device) return Status::Ok();
-  auto pool = Runtime::get().pool(device);
+  auto pool = devices_.pool(device);
   if (!pool) return Error(ACL_ERROR_RT_INVALID_DEVICEID, "no such device");
   while (!pool->charge(kPage)) {
     if (!evict_one(device)) {
@@ -82,7 +81,7 @@ Status ManagedMemory::to_device(ManagedRange& r, size_t page, int device) {
   }
   const uint64_t va = r.base + page * kPage;
   if (p.resident != kHostResident) {
-    if (auto old = Runtime::get().pool(p.resident)) old->uncharge(kPage);
+    if (auto old = devices_.pool(p.resident)) old->uncharge(kPage);
     lru_.remove(p.resident, p.lru_stamp);
   }
   trace::event(p.resident == kHostResident ? "to_device" : "device_to_device", va, device);
@@ -97,7 +96,7 @@ Status ManagedMemory::to_device(ManagedRange& r, size_t page, int device) {
 bool ManagedMemory::to_host(ManagedRange& r, size_t page, bool eviction) {
   ManagedPage& p = r.pages[page];
   if (p.resident == kHostResident) return false;
-  if (auto pool = Runtime::get().pool(p.resident)) pool->uncharge(kPage);
+  if (auto pool = devices_.pool(p.resident)) pool->uncharge(kPage);
   lru_.remove(p.resident, p.lru_stamp);
   p.lru_stamp = 0;
   trace::event(eviction ? "eviction_to_host" : "to_host", r.base + page * kPage, p.resident);
@@ -166,7 +165,7 @@ Status ManagedMemory::device_access(uint64_t va, uint64_t n, int device, bool wr
 Status ManagedMemory::advise(uint64_t va, uint64_t size, int advice, const ManagedLocation& where) {
   const bool needs_location = advice >= 2;
   if (needs_location) {
-    const int nodes = Runtime::get().config().host_numa ? backend_->numa_node_count() : 0;
+    const int nodes = devices_.host_numa() ? backend_->numa_node_count() : 0;
     const bool valid = where.type == 1 || where.type == 2 ||
                        (where.type == 3 && where.id >= 0 && where.id < std::max(nodes, 1));
     if (!valid) {

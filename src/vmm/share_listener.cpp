@@ -140,7 +140,7 @@ void ShareService::answer(int conn, const drv::PeerInfo& peer, const Request& re
   rep.magic = share_wire::kMagic;
   std::shared_ptr<PhysicalAllocation> phys;  // keeps the memory alive while it is sent
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::lock_guard lock(mu_);
     auto it = exports_.find(ShareToken::unpack(req.token).share_id);
     if (it == exports_.end() || it->second.token != req.token) {
       rep.code = ACL_ERROR_RT_INVALID_HANDLE;
@@ -185,16 +185,16 @@ bool ShareService::accept_from(int listen_fd) {
     if (rc != 0) return false;
     {
       // Registered before anything else so that a fork now closes it in the child.
-      std::lock_guard<std::mutex> lock(mu_);
+      std::lock_guard lock(mu_);
       pending_.push_back(p);
     }
     // An importer sends its request right after connecting: it is usually here already.
     if (serve_request(p.fd, p.peer)) {
-      std::lock_guard<std::mutex> lock(mu_);
+      std::lock_guard lock(mu_);
       close_pending_locked(p.fd);
       continue;
     }
-    std::lock_guard<std::mutex> lock(mu_);
+    std::lock_guard lock(mu_);
     p.admissible = could_admit_locked(p.peer);
     p.deadline = Clock::now() + (p.admissible ? kRequestDeadline : kUnlistedDeadline);
     hold_locked(p);
@@ -215,7 +215,7 @@ void ShareService::serve() {
     int timeout_ms = -1;
     fds.clear();
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      std::lock_guard lock(mu_);
       for (int fd : retired_) transport_->close(fd);
       retired_.clear();
       const auto now = Clock::now();
@@ -279,7 +279,7 @@ void ShareService::serve() {
       const auto p = std::find_if(pending_.begin(), pending_.end(),
                                   [conn](const PendingPeer& q) { return q.fd == conn; });
       if (p == pending_.end() || !serve_request(conn, p->peer)) continue;
-      std::lock_guard<std::mutex> lock(mu_);
+      std::lock_guard lock(mu_);
       close_pending_locked(conn);
     }
     for (size_t i = 1; i <= listeners; ++i) {

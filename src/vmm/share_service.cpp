@@ -12,7 +12,6 @@
 #include <vector>
 
 #include "observability/log.h"
-#include "runtime/runtime.h"
 #include "vmm/share_token.h"
 #include "vmm/share_wire.h"
 
@@ -52,8 +51,12 @@ ShareService* g_forked_service = nullptr;  // the process's one service, for the
 
 }  // namespace
 
-void ShareService::attach(drv::ShareTransport* transport) {
+void ShareService::attach(drv::ShareTransport* transport, drv::Backend* backend,
+                          HandleTable<PhysicalAllocation>* physical, DeviceDirectory* devices) {
   transport_ = transport;
+  backend_ = backend;
+  physical_ = physical;
+  devices_ = devices;
   static bool registered = false;
   if (registered) return;
   registered = true;
@@ -119,7 +122,7 @@ StatusOr<uint64_t> ShareService::export_handle(uint64_t handle, std::shared_ptr<
   if (phys->imported) {
     return Error(ACL_ERROR_RT_DRV_INTERNAL_ERROR, "an imported handle cannot be exported again");
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard lock(mu_);
   for (const auto& [id, e] : exports_) {
     if (e.handle == handle) {
       return Error(ACL_ERROR_RT_DRV_INTERNAL_ERROR,
@@ -196,7 +199,7 @@ Status ShareService::set_pids(uint64_t token, const int32_t* pids, size_t count,
                  fmt::format("0x{:x} is not a shareable handle (bad device field)", token));
   }
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::lock_guard lock(mu_);
     auto it = exports_.find(t.share_id);
     if (it != exports_.end() && it->second.token == token) {
       Export& e = it->second;
@@ -280,7 +283,7 @@ int ShareService::exchange(uint64_t token, uint32_t kind, int device, Reply* rep
 }
 
 int ShareService::local_export_device(uint32_t share_id) {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard lock(mu_);
   auto it = exports_.find(share_id);
   return it == exports_.end() ? -1 : it->second.physical_device;
 }
@@ -325,7 +328,7 @@ Status ShareService::fetch_remote(uint64_t token, int physical_device, int devic
   }
   const int fd = mem_fd;
   mem_fd = -1;  // adopt owns it from here
-  rc = Runtime::get().backend().adopt_physical(fd, rep.size, &phys->memory);
+  rc = backend_->adopt_physical(fd, rep.size, &phys->memory);
   if (rc != 0) {
     if (const char* why = refused_memory(rc)) {
       bad_replies_.fetch_add(1);
@@ -346,8 +349,8 @@ Status ShareService::fetch_remote(uint64_t token, int physical_device, int devic
 uint64_t ShareService::reuse_import_locked(uint64_t token, int physical_device) {
   auto known = imports_.find({token, physical_device});
   if (known == imports_.end()) return 0;
-  auto& table = Runtime::get().physical();
-  std::lock_guard<ReadMostlyMutex> tlock(table.mutex());
+  auto& table = *physical_;
+  std::lock_guard tlock(table.mutex());
   auto existing = table.find_locked(known->second);
   if (!existing) return 0;
   ++existing->ref;
@@ -357,7 +360,6 @@ uint64_t ShareService::reuse_import_locked(uint64_t token, int physical_device) 
 StatusOr<uint64_t> ShareService::import(uint64_t token, int physical_device) {
   if (!ShareToken::well_formed(token)) return unknown_token(token);
   const ShareToken t = ShareToken::unpack(token);
-  Runtime& rt = Runtime::get();
   std::shared_ptr<PhysicalAllocation> phys;
   try {
     phys = std::make_shared<PhysicalAllocation>();
@@ -367,7 +369,7 @@ StatusOr<uint64_t> ShareService::import(uint64_t token, int physical_device) {
   phys->imported = true;
   phys->created_by = "aclrtMemImportFromShareableHandle";
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::lock_guard lock(mu_);
     // Keyed by the whole token: the same share id with another device field is a token no export
     // produced, and must not resolve to the handle held here (it is 107017 like anywhere else).
     // The same token on the same device again: the same handle, one more reference.
@@ -390,17 +392,17 @@ StatusOr<uint64_t> ShareService::import(uint64_t token, int physical_device) {
   }
   if (!phys->memory) {
     ACLVMM_RETURN_IF_ERROR(
-        fetch_remote(token, physical_device, rt.config().device_count, phys.get()));
+        fetch_remote(token, physical_device, devices_->device_count(), phys.get()));
   }
   const int exporter_device = phys->reported_device;
   const bool device_memory = phys->on_device();
   uint64_t handle = 0;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::lock_guard lock(mu_);
     // Another thread may have imported the same token onto the same device while this one talked
     // to the exporter: the vendor gives one handle, so ours is dropped (its memory with it).
     if (uint64_t h = reuse_import_locked(token, physical_device)) return h;
-    auto& table = rt.physical();
+    auto& table = *physical_;
     handle = table.insert(phys);
     if (handle == 0) return Error(ACL_ERROR_RT_RESOURCE_ALLOC_FAIL, "too many live physical memory handles");
     try {
@@ -412,7 +414,7 @@ StatusOr<uint64_t> ShareService::import(uint64_t token, int physical_device) {
   }
   if (device_memory && exporter_device != physical_device) {
     // The vendor runtime opens peer access both ways before importing onto another device.
-    rt.enable_peer_pair(exporter_device, physical_device);
+    devices_->enable_peer_pair(exporter_device, physical_device);
   }
   return handle;
 }
@@ -427,7 +429,7 @@ void ShareService::remember_released(uint32_t share_id) {
 }
 
 void ShareService::forget_handle(uint64_t handle) {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard lock(mu_);
   bool retired = false;
   for (auto it = exports_.begin(); it != exports_.end();) {
     if (it->second.handle == handle) {
@@ -453,7 +455,7 @@ void ShareService::forget_handle(uint64_t handle) {
 void ShareService::shutdown() {
   std::thread* listener = nullptr;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::lock_guard lock(mu_);
     if (listener_pid_ == getpid()) listener = listener_;
     listener_ = nullptr;
     stop_ = true;
@@ -463,7 +465,7 @@ void ShareService::shutdown() {
     listener->join();
     delete listener;
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard lock(mu_);
   // The listener closed its connections and wake object on its way out; what is left are the
   // endpoints (and, after a fork without our handler, what the parent's listener held).
   close_all_locked();
@@ -471,12 +473,12 @@ void ShareService::shutdown() {
 }
 
 size_t ShareService::live_exports() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard lock(mu_);
   return exports_.size();
 }
 
 size_t ShareService::live_imports() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard lock(mu_);
   return imports_.size();
 }
 

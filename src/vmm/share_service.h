@@ -25,8 +25,11 @@
 #include <utility>
 #include <vector>
 
+#include "base/lock_rank.h"
 #include "base/status.h"
+#include "base/handle_table.h"
 #include "drivers/driver.h"
+#include "vmm/device_directory.h"
 #include "vmm/physical.h"
 
 namespace aclvmm {
@@ -58,8 +61,12 @@ struct PendingPeer {
 
 class ShareService {
  public:
-  // Binds the transport; also makes forked children drop the parent's endpoints.
-  void attach(drv::ShareTransport* transport);
+  // Binds the transport and what an import needs of the runtime that starts (the backend that
+  // adopts received memory, the physical-handle table imports enter, the devices); every
+  // runtime's first start calls it, a forked child's included. Also makes forked children drop
+  // the parent's endpoints.
+  void attach(drv::ShareTransport* transport, drv::Backend* backend,
+              HandleTable<PhysicalAllocation>* physical, DeviceDirectory* devices);
 
   // The token of a new export of `handle` (whose allocation is `phys`).
   StatusOr<uint64_t> export_handle(uint64_t handle, std::shared_ptr<PhysicalAllocation> phys,
@@ -123,7 +130,10 @@ class ShareService {
   bool accept_from(int listen_fd);
 
   drv::ShareTransport* transport_ = nullptr;
-  mutable std::mutex mu_;
+  drv::Backend* backend_ = nullptr;                       // set by attach, before any import
+  HandleTable<PhysicalAllocation>* physical_ = nullptr;  // likewise
+  DeviceDirectory* devices_ = nullptr;                    // likewise
+  mutable RankedMutex<LockRank::kShareService> mu_;
   std::map<uint32_t, Export> exports_;                 // by share id
   std::map<std::pair<uint64_t, int>, uint64_t> imports_;  // (token, device) -> handle
   std::vector<int> retired_;  // endpoints of ended exports, closed by the listener

@@ -19,7 +19,7 @@ void release_ref(uint64_t handle) {
   Runtime& rt = Runtime::get();
   auto& table = rt.physical();
   {
-    std::shared_lock<ReadMostlyMutex> lock(table.mutex());
+    std::shared_lock lock(table.mutex());
     auto phys = table.find_locked(handle);
     if (!phys) return;
     --phys->map_ref;
@@ -28,7 +28,7 @@ void release_ref(uint64_t handle) {
   // The count reached 0 and cannot rise again (map refuses 0): remove the handle exclusively.
   std::shared_ptr<PhysicalAllocation> doomed;  // destroyed after the lock is dropped
   {
-    std::lock_guard<ReadMostlyMutex> lock(table.mutex());
+    std::lock_guard lock(table.mutex());
     auto phys = table.find_locked(handle);
     if (phys && phys->ref.load() == 0) doomed = table.remove_locked(handle);
   }
@@ -83,7 +83,7 @@ Status map(uint64_t va, uint64_t size, uint64_t offset, uint64_t handle, bool no
   {
     // Shared: mapping threads only count. A count that reached 0 belongs to a handle on its way
     // out of the table (release_ref), which must not come back to life.
-    std::shared_lock<ReadMostlyMutex> lock(table.mutex());
+    std::shared_lock lock(table.mutex());
     phys = table.find_locked(handle);
     int ref = phys ? phys->ref.load() : 0;
     while (ref > 0 && !phys->ref.compare_exchange_weak(ref, ref + 1)) {

@@ -124,7 +124,7 @@ Status free_physical(uint64_t handle) {
   auto& table = Runtime::get().physical();
   std::shared_ptr<PhysicalAllocation> doomed;  // destroyed after the lock is dropped
   {
-    std::lock_guard<ReadMostlyMutex> lock(table.mutex());
+    std::lock_guard lock(table.mutex());
     auto phys = table.find_locked(handle);
     if (!phys) return bad_handle();
     if (phys->map_ref != 0 && phys->ref <= phys->map_ref) {
@@ -160,7 +160,7 @@ StatusOr<uint64_t> retain(uint64_t va) {
   auto& table = rt.physical();
   for (;;) {
     ACLVMM_ASSIGN_OR_RETURN(const uint64_t handle, rt.space().mapping_handle(va));
-    std::lock_guard<ReadMostlyMutex> lock(table.mutex());
+    std::lock_guard lock(table.mutex());
     auto phys = table.find_locked(handle);
     if (phys) {
       ++phys->ref;

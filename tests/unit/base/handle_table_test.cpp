@@ -106,7 +106,7 @@ TEST_P(HandleTableForged, Rejected) {
   EXPECT_EQ(table.find(forged), nullptr) << c.name;
   EXPECT_EQ(table.remove(forged), nullptr) << c.name;
   {
-    std::lock_guard<aclvmm::ReadMostlyMutex> lock(table.mutex());
+    std::lock_guard lock(table.mutex());
     EXPECT_EQ(table.find_locked(forged), nullptr) << c.name;
     EXPECT_EQ(table.remove_locked(forged), nullptr) << c.name;
   }
@@ -197,7 +197,7 @@ TEST(HandleTable, LockedVariantsUnderTheTableMutex) {
   HandleTable<Obj> table(8);
   uint64_t t = table.insert(std::make_shared<Obj>(42));
   {
-    std::lock_guard<aclvmm::ReadMostlyMutex> lock(table.mutex());
+    std::lock_guard lock(table.mutex());
     auto found = table.find_locked(t);
     ASSERT_NE(found, nullptr);
     EXPECT_EQ(found->value, 42);
