@@ -23,6 +23,7 @@
 
 #include "base/handle_table.h"
 #include "base/status.h"
+#include "drivers/device_backend.h"
 #include "drivers/driver.h"
 #include "runtime/config.h"
 #include "runtime/stream.h"
@@ -64,6 +65,9 @@ class Runtime {
 
   const Config& config() const { return config_; }
   drv::Backend& backend() { return *backend_; }
+  // The device backend (docs/device-interface.md), opened at each start with that start's
+  // configuration and let go at teardown; memory still held then keeps it alive (DeviceMemory).
+  const std::shared_ptr<dev::DeviceBackend>& device() const { return device_; }
   AddressSpace& space() { return space_; }
   HandleTable<PhysicalAllocation>& physical() { return physical_; }
   HandleTable<Context>& contexts() { return contexts_; }
@@ -138,6 +142,7 @@ class Runtime {
   std::string init_config_;
   Config config_;
   std::unique_ptr<drv::Backend> backend_;
+  std::shared_ptr<dev::DeviceBackend> device_;
   std::vector<Device> devices_;
   // Capacity pools are read by stream workers and the fault thread, which teardown joins while
   // holding mu_: they have their own lock so that join cannot deadlock.
