@@ -17,6 +17,16 @@ dev::Location location_of(const PhysicalAllocation& phys) {
   }
 }
 
+// What the backend is told the memory is: the handle's location and types, its rounded size.
+dev::PhysicalProperties properties_of(const PhysicalAllocation& phys) {
+  dev::PhysicalProperties props;
+  props.location = location_of(phys);
+  props.page_type = static_cast<dev::PageType>(phys.page_type);
+  props.mem_type = static_cast<dev::MemType>(phys.mem_type);
+  props.size = phys.size;
+  return props;
+}
+
 int code_of(dev::Result r) { return code_from_errno(r.is_errno() ? -r.errno_value() : -EIO); }
 
 Status no_bridge() {
@@ -42,11 +52,8 @@ Status DeviceMemory::create(const std::shared_ptr<dev::DeviceBackend>& backend, 
                             PhysicalAllocation& phys) {
   dev::LegacyMemory* bridge = backend->legacy_memory();
   if (bridge == nullptr) return no_bridge();
-  dev::PhysicalSpec spec;
-  spec.location = location_of(phys);
-  spec.page_type = static_cast<dev::PageType>(phys.page_type);
-  spec.mem_type = static_cast<dev::MemType>(phys.mem_type);
-  spec.size = phys.size;
+  const dev::PhysicalProperties props = properties_of(phys);
+  const dev::PhysicalSpec spec{props.location, props.page_type, props.mem_type, props.size};
   dev::PhysicalId id;
   const dev::Result r = backend->physical().create(spec, &id);
   if (!r.ok()) {
@@ -69,13 +76,8 @@ Status DeviceMemory::adopt(const std::shared_ptr<dev::DeviceBackend>& backend,
                            PhysicalAllocation& phys) {
   dev::LegacyMemory* bridge = backend->legacy_memory();
   if (bridge == nullptr) return no_bridge();
-  dev::PhysicalProperties props;
-  props.location = location_of(phys);
-  props.page_type = static_cast<dev::PageType>(phys.page_type);
-  props.mem_type = static_cast<dev::MemType>(phys.mem_type);
-  props.size = phys.size;
   dev::PhysicalId id;
-  const dev::Result r = bridge->adopt(props, phys.memory, &id);
+  const dev::Result r = bridge->adopt(properties_of(phys), phys.memory, &id);
   if (!r.ok()) {
     return Error(code_of(r), "the backend could not take the imported memory: " +
                                  backend->describe(r));
