@@ -183,6 +183,12 @@ class Backend {
   // -EPERM when its size is not sealed or writes can be sealed off, -EINVAL when its size is not
   // exactly `size`.
   virtual int adopt_physical(int fd, uint64_t size, std::shared_ptr<PhysicalMemory>* out) = 0;
+  // Transitional (issue 14 step 2): physical memory made by the device backend
+  // (drivers/legacy_memory.h) as this backend hands its own out, so that a decorator's per-step
+  // checks reach it too. May throw std::bad_alloc.
+  virtual std::shared_ptr<PhysicalMemory> instrument(std::shared_ptr<PhysicalMemory> memory) {
+    return memory;
+  }
 
   // Makes [va, va+size) inside a claimed window show `mem` from `offset` with CPU protection
   // `access`. kNone restores the placeholder (no kernel mapping is kept for it).

@@ -14,6 +14,8 @@ Capabilities capabilities_of(const FakeConfig& config) {
   Capabilities c;
   c.giant_page = config.giant_pages ? kGiB : 0;
   c.map_routes = true;
+  c.map_without_access = true;
+  c.access_none_and_read = true;
   c.host_numa = config.numa_nodes > 0;
   return c;
 }
@@ -25,7 +27,8 @@ FakeBackend::FakeBackend(const FakeConfig& config, BackendListener& listener)
       capabilities_(capabilities_of(config)),
       devices_(machine_),
       physical_(machine_),
-      host_(machine_) {}
+      host_(machine_),
+      mmu_(machine_, physical_) {}
 
 std::string FakeBackend::describe(Result result) const { return "fake: " + result_text(result); }
 

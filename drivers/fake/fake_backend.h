@@ -2,8 +2,9 @@
 // core's modules get unit tests that need no kernel, and which the conformance suite holds to
 // the same contracts as emu.
 //
-// Migration step 1 gives it the units emu has: devices (fake_devices.h), physical memory in byte
-// stores (fake_physical.h), host services (fake_host.h); the other units answer kNotSupported
+// Migration steps 1–2 give it the units emu has: devices (fake_devices.h), physical memory in
+// byte stores (fake_physical.h), host services (fake_host.h), the device MMU (fake_mmu.h, step
+// 2); the other units answer kNotSupported
 // (unsupported_units.h) until their steps. Everything a contract asks the core to guarantee is
 // checked and counted (violations(), fake_machine.h). No threads, no system call but malloc.
 //
@@ -22,6 +23,7 @@
 #include "drivers/fake/fake_devices.h"
 #include "drivers/fake/fake_host.h"
 #include "drivers/fake/fake_machine.h"
+#include "drivers/fake/fake_mmu.h"
 #include "drivers/fake/fake_physical.h"
 #include "drivers/unsupported_units.h"
 
@@ -36,6 +38,7 @@ class FakeBackend final : public PartialBackend {
 
   DeviceManager& devices() override { return devices_; }
   PhysicalAllocator& physical() override { return physical_; }
+  DeviceMmu& mmu() override { return mmu_; }
   HostServices& host() override { return host_; }
 
   std::string describe(Result result) const override;
@@ -53,6 +56,11 @@ class FakeBackend final : public PartialBackend {
     return physical_.write(memory, offset, src, n);
   }
   size_t live_physical_objects() const { return physical_.live_objects(); }
+  // The test's CPU touching va (fake_mmu.h): kBadAddress where a real CPU would fault.
+  Result cpu_access(uint64_t va, void* buffer, size_t n, bool write) {
+    return mmu_.cpu_access(va, buffer, n, write);
+  }
+  size_t live_mappings() const { return mmu_.live_mappings(); }
   bool segment_published(const std::string& path) const { return host_.published(path); }
 
  private:
@@ -61,6 +69,7 @@ class FakeBackend final : public PartialBackend {
   FakeDevices devices_;
   FakePhysical physical_;
   FakeHost host_;
+  FakeMmu mmu_;  // after physical_: its destructor lets go of what is still mapped
 };
 
 // A fake behind the injection decorator in *out; *bare (if given) is the FakeBackend inside, valid

@@ -7,7 +7,7 @@ namespace aclvmm::dev::fake {
 
 FakePhysical::Object* FakePhysical::find(PhysicalId memory, const char* what) const {
   auto it = objects_.find(memory.value);
-  if (it == objects_.end()) {
+  if (it == objects_.end() || it->second->released) {
     (void)machine_.violation(what);
     return nullptr;
   }
@@ -71,9 +71,31 @@ Result FakePhysical::release(PhysicalId memory) {
   std::lock_guard<std::mutex> lock(machine_.mutex());
   Object* object = find(memory, "release: not a live physical id");
   if (object == nullptr) return Result::from_errno(EINVAL);
-  machine_.uncharge(object->properties.location, object->properties.size);
-  objects_.erase(memory.value);
+  object->released = true;
+  if (object->mappings == 0) let_go_locked(memory);
   return Result::success();
+}
+
+const PhysicalProperties* FakePhysical::live_locked(PhysicalId memory, const char* what) const {
+  const Object* object = find(memory, what);
+  return object == nullptr ? nullptr : &object->properties;
+}
+
+void FakePhysical::hold_locked(PhysicalId memory) { ++objects_.at(memory.value)->mappings; }
+
+void FakePhysical::let_go_locked(PhysicalId memory) {
+  auto it = objects_.find(memory.value);
+  if (it == objects_.end()) return;
+  Object& object = *it->second;
+  if (object.mappings > 0 && --object.mappings > 0) return;
+  if (!object.released) return;
+  machine_.uncharge(object.properties.location, object.properties.size);
+  objects_.erase(it);
+}
+
+ByteStore* FakePhysical::bytes_locked(PhysicalId memory) {
+  auto it = objects_.find(memory.value);
+  return it == objects_.end() ? nullptr : &it->second->bytes;
 }
 
 Result FakePhysical::properties(PhysicalId memory, PhysicalProperties* out) const {

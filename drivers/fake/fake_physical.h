@@ -8,6 +8,10 @@
 //
 // read()/write() reach an object's bytes: the harness's CPU view of physical memory today
 // (conformance C9), the fake copy engine's from migration step 3.
+//
+// Mappings (fake_mmu.h) hold objects: release() of a mapped object ends its id (every later use
+// of the id is a violation) but keeps its bytes and its charge until the last unmap, as the
+// contract asks; live_objects() counts such objects until then.
 #pragma once
 
 #include <cstddef>
@@ -38,12 +42,23 @@ class FakePhysical final : public PhysicalAllocator {
   Result write(PhysicalId memory, uint64_t offset, const void* src, size_t n);
   size_t live_objects() const;
 
+  // For the fake MMU, under the machine's lock: the properties of a live id, with one mapping's
+  // (nullptr and a counted violation for a dead id); hold() adds one mapping's hold on a live
+  // object, let_go() ends one.
+  const PhysicalProperties* live_locked(PhysicalId memory, const char* what) const;
+  void hold_locked(PhysicalId memory);
+  void let_go_locked(PhysicalId memory);
+  // The bytes of an object a mapping holds (its id may be released), under the machine's lock.
+  ByteStore* bytes_locked(PhysicalId memory);
+
  private:
   struct Object {
     explicit Object(const PhysicalProperties& p) : properties(p), bytes(p.size) {}
     PhysicalProperties properties;
     uint32_t route = 0;
     ByteStore bytes;
+    uint32_t mappings = 0;  // holds of the fake MMU
+    bool released = false;  // the id is dead; the bytes live on while mapped
   };
   // Under the machine's lock: the live object `memory` names, or nullptr (then counted).
   Object* find(PhysicalId memory, const char* what) const;

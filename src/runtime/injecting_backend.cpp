@@ -170,6 +170,12 @@ class InjectingBackend final : public drv::Backend {
     return wrap(inner_->adopt_physical(fd, size, out), out);
   }
 
+  std::shared_ptr<drv::PhysicalMemory> instrument(
+      std::shared_ptr<drv::PhysicalMemory> memory) override {
+    if (!memory) return memory;
+    return std::make_shared<InjectingMemory>(inner_->instrument(std::move(memory)));
+  }
+
   int map_cpu(uint64_t va, uint64_t size, drv::PhysicalMemory& mem, uint64_t offset,
               drv::CpuAccess access) override {
     if (int e = injected("drv.map_cpu")) {

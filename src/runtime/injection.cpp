@@ -61,6 +61,8 @@ int check(const char* api, bool throwing) {
 
 }  // namespace
 
+const std::atomic<bool>& injection_armed_flag() { return g_any; }
+
 int injection_check(const char* api) { return check(api, false); }
 int injection_check_throw(const char* api) { return check(api, true); }
 

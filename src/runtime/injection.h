@@ -7,6 +7,7 @@
 // how the rollback of every multi-step call is tested.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -35,6 +36,9 @@ constexpr bool is_throw_injection(int code) {
 int injection_check(const char* api);
 // Counts one call of `api` against a throwing rule; returns its kInjectThrow* code, or 0.
 int injection_check_throw(const char* api);
+// True while any rule is armed (one relaxed load): what a device backend reads before asking
+// (drivers/backend_listener.h, InjectionGate).
+const std::atomic<bool>& injection_armed_flag();
 // Calls of `api` until its rule fires, the failing one included; 0 when no rule is armed for it
 // (it never was, was cleared, or has fired).
 uint32_t injection_remaining(const std::string& api);

@@ -11,6 +11,7 @@
 #include "observability/log.h"
 #include "observability/trace.h"
 #include "runtime/injecting_backend.h"
+#include "runtime/core_listener.h"
 #include "runtime/injection.h"
 #include "runtime/smi_publisher.h"
 #include "runtime/stats_snapshot.h"
@@ -96,7 +97,10 @@ void Runtime::replace_in_forked_child() {
 }
 
 void Runtime::release_inherited() {
-  for (Runtime* r = inherited_; r; r = r->inherited_) r->space_.release_inherited_claims();
+  for (Runtime* r = inherited_; r; r = r->inherited_) {
+    r->space_.release_inherited_claims();
+    if (r->device_) r->device_->release_inherited();
+  }
   inherited_ = nullptr;
 }
 
@@ -129,9 +133,13 @@ Status Runtime::start_locked() {
     managed_.attach(backend_.get(), space_.uvm_window(), space_.uvm_window_size());
     if (!g_exit_registered.exchange(true)) std::atexit(at_exit);
   }
+  // The device backend follows each start's configuration (device count and memory, open mode);
+  // it opens before the snapshot is published, so a refused open publishes nothing.
+  ACLVMM_ASSIGN_OR_RETURN(device_, open_device(cfg));
   ACLVMM_ASSIGN_OR_RETURN(const Config* published, config_.publish(std::move(cfg)));
   const Config& config = *published;
   space_.set_host_access_open(config.host_access_open);
+  space_.attach_device(device_);
   devices_.assign(config.device_count, Device{});
   // Best effort: without a segment the pools simply have no mirror.
   std::vector<UsageMirror> mirrors = SmiPublisher::get().publish(*backend_, config);
@@ -263,6 +271,7 @@ void Runtime::teardown_locked(std::unique_lock<LifetimeMutex>& lock, const char*
     std::lock_guard pools_lock(pools_mu_);
     pools_.clear();
   }
+  device_.reset();  // closed with the last memory that still holds it
   SmiPublisher::get().deactivate();
   svm_ready_.store(false);
   init_refs_ = 0;

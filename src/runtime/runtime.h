@@ -24,6 +24,7 @@
 #include "base/handle_table.h"
 #include "base/lock_rank.h"
 #include "base/status.h"
+#include "drivers/device_backend.h"
 #include "drivers/driver.h"
 #include "runtime/config.h"
 #include "runtime/config_snapshots.h"
@@ -69,6 +70,9 @@ class Runtime final : public DeviceDirectory {
   // keeps to that copy; a restart meanwhile publishes a new snapshot and leaves it alone.
   const Config& config() const { return config_.current(); }
   drv::Backend& backend() { return *backend_; }
+  // The device backend (docs/device-interface.md), opened at each start with that start's
+  // configuration and let go at teardown; memory still held then keeps it alive (DeviceMemory).
+  const std::shared_ptr<dev::DeviceBackend>& device() const override { return device_; }
   AddressSpace& space() { return space_; }
   HandleTable<PhysicalAllocation>& physical() { return physical_; }
   HandleTable<Context>& contexts() { return contexts_; }
@@ -151,6 +155,7 @@ class Runtime final : public DeviceDirectory {
   std::string init_config_;
   ConfigSnapshots config_;  // published by start_locked, under mu_
   std::unique_ptr<drv::Backend> backend_;
+  std::shared_ptr<dev::DeviceBackend> device_;
   std::vector<Device> devices_;
   // Capacity pools are read by stream workers and the fault thread, which teardown joins while
   // holding mu_: they have their own lock so that join cannot deadlock.

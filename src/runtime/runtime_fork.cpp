@@ -15,7 +15,10 @@
 // first start, after this one (registered with the first Runtime), so before fork:
 //   1. ShareService's lock (its handler: the child must not keep the parent's endpoints);
 //   2. the address space's record of its claims (windows, no-UC reservations), so that the child
-//      finds it whole: the new runtime's first start releases what it lists;
+//      finds it whole: the new runtime's first start releases what it lists; then the device
+//      backend's locks (DeviceBackend::prepare_fork; its code calls the listener, so the leaf
+//      locks below come after it), whose after_fork_child abandons what the parent's threads
+//      hold; the new runtime's first start calls release_inherited on it;
 //   3. the leaf locks, in this order: failure injection, the trace, the log and its clock. Code
 //      takes them under the locks above (a backend step claiming a range checks its injection
 //      rules, window claims and the listener log), never the other way round, and takes nothing
@@ -37,6 +40,7 @@ namespace aclvmm {
 
 void Runtime::fork_prepare() {
   get().space_.lock_for_fork();
+  if (get().device_) get().device_->prepare_fork();
   injection_hold_for_fork();
   trace::hold_for_fork();
   log::hold_for_fork();
@@ -46,6 +50,7 @@ void Runtime::fork_parent() {
   log::release_after_fork(false);
   trace::release_after_fork();
   injection_release_after_fork();
+  if (get().device_) get().device_->after_fork_parent();
   get().space_.unlock_after_fork();
 }
 
@@ -53,6 +58,7 @@ void Runtime::fork_child() {
   log::release_after_fork(true);
   trace::release_after_fork();
   injection_release_after_fork();
+  if (get().device_) get().device_->after_fork_child();
   get().space_.unlock_after_fork();
   replace_in_forked_child();
 }

@@ -102,13 +102,18 @@ std::vector<std::unique_ptr<Region>> AddressSpace::clear() {
   for (auto& [base, region] : regions_) {
     unindex(*region);
     for (auto& [va, m] : region->mappings) {
-      if (m.cpu != drv::CpuAccess::kNone) backend_->unmap_cpu(m.va, m.size);
+      if (is_reservation(*region)) {
+        if (mmu_) (void)mmu_->unmap(m.va, m.size);  // the device MMU removes its CPU view too
+      } else if (m.cpu != drv::CpuAccess::kNone) {
+        backend_->unmap_cpu(m.va, m.size);
+      }
     }
     if (region->kind == RegionKind::kNoUcReservation) backend_->release_window(base, region->span);
     out.push_back(std::move(region));
   }
   regions_.clear();
   no_uc_claims_.clear();
+  attach_device(nullptr);  // the runtime closes it; the next start attaches its own
   if (backend_) {
     host_.reset(host_window_, host_window_ + host_window_size_);
     svm_.reset(svm_window_ + svm_general_, svm_window_ + svm_window_size_);

@@ -1,4 +1,5 @@
-// AddressSpace: the emulated device MMU of one process.
+// AddressSpace: the device address space of one process as the runtime keeps it (its
+// bookkeeping; the device backend's DeviceMmu programs the page tables and CPU views).
 //
 // Virtual windows are claimed once (emulation.md section 3). Inside them live Regions (VMM
 // reservations, aclrtMalloc and aclrtMallocHost allocations), kept in a tree by base address; each
@@ -18,6 +19,7 @@
 
 #include "base/read_mostly_mutex.h"
 #include "base/status.h"
+#include "drivers/device_backend.h"
 #include "drivers/driver.h"
 #include "vmm/chunk_index.h"
 #include "vmm/physical.h"
@@ -62,7 +64,9 @@ struct Mapping {
   uint64_t handle = 0;  // the token that was mapped (Retain gives the same value back)
   std::shared_ptr<PhysicalAllocation> phys;
   AccessRights access;
-  drv::CpuAccess cpu = drv::CpuAccess::kNone;  // what the kernel mapping at va allows
+  // What the kernel mapping at va allows: aclrtMalloc blocks only; the CPU views of VMM mappings
+  // are the device MMU's (drivers/emu/device/cpu_view.h).
+  drv::CpuAccess cpu = drv::CpuAccess::kNone;
   const char* created_by = "";
 };
 
@@ -129,8 +133,15 @@ class AddressSpace {
   // Claims the windows (once per object; later calls are no-ops). The process keeps one
   // AddressSpace for its lifetime, so the windows are never given back.
   Status claim_windows(drv::Backend* backend);
-  // ACLVMM_HOST_ACCESS=open: every device mapping is also mapped for the CPU.
+  // ACLVMM_HOST_ACCESS=open: every aclrtMalloc block is also mapped for the CPU (VMM mappings:
+  // the device backend's MMU decides, with the same option).
   void set_host_access_open(bool open) { cpu_open_ = open; }
+  // The device backend whose MMU programs every VMM mapping (each runtime start; the runtime
+  // passes it, so this object needs no runtime of its own). Set before the first map.
+  void attach_device(std::shared_ptr<dev::DeviceBackend> device) {
+    mmu_ = device ? &device->mmu() : nullptr;
+    device_ = std::move(device);
+  }
   // Drops every region and mapping (finalize); returns them so the caller can report leaks.
   std::vector<std::unique_ptr<Region>> clear();
 
@@ -191,6 +202,8 @@ class AddressSpace {
   Status cpu_apply(Mapping& m, drv::CpuAccess access);
 
   drv::Backend* backend_ = nullptr;
+  std::shared_ptr<dev::DeviceBackend> device_;
+  dev::DeviceMmu* mmu_ = nullptr;  // device_'s, fetched once
   bool cpu_open_ = false;
   // Publishes what pointer queries answer for the mappings of r (or all of r, a malloc block).
   void index_mapping(const Mapping& m);

@@ -18,9 +18,17 @@ bool is_reservation(const Region& r) {
   return r.kind == RegionKind::kReservation || r.kind == RegionKind::kNoUcReservation;
 }
 
-drv::CpuAccess cpu_of(int flags) {
-  return flags == 3 ? drv::CpuAccess::kReadWrite
-                    : (flags == 1 ? drv::CpuAccess::kRead : drv::CpuAccess::kNone);
+// A failed device MMU call: its errno as the vendor driver maps it (behavior.md §0).
+Status mmu_error(dev::DeviceBackend& device, dev::Result r, const std::string& what) {
+  const int code = code_from_errno(r.is_errno() ? -r.errno_value() : -EIO);
+  return Error(code, what + ": " + device.describe(r));
+}
+
+dev::AccessGrant grant_of(const AccessChange& c) {
+  dev::AccessGrant g;
+  g.location = c.host ? dev::Location::host() : dev::Location::device(c.device);
+  g.flags = static_cast<dev::Access>(c.flags);
+  return g;
 }
 
 }  // namespace
@@ -82,8 +90,13 @@ Status AddressSpace::map(uint64_t va, uint64_t size, uint64_t handle,
       m.access.host = 3;
     }
   }
-  if (cpu_open_ || (!device && !no_access)) {
-    ACLVMM_RETURN_IF_ERROR(cpu_apply(m, drv::CpuAccess::kReadWrite));
+  // The device MMU programs the mapping (and, in emu, the CPU view host memory or open mode
+  // needs); nothing is recorded when it fails.
+  const dev::Result programmed =
+      mmu_->map(va, size, m.phys->device_memory.id(), 0,
+                no_access ? dev::InitialAccess::kNone : dev::InitialAccess::kOwnerReadWrite);
+  if (!programmed.ok()) {
+    return mmu_error(*device_, programmed, "the mapping at " + hex(va) + " could not be made");
   }
   r->bound = true;
   r->bound_side = m.phys->side;
@@ -101,15 +114,12 @@ StatusOr<Mapping> AddressSpace::unmap(uint64_t va) {
   if (!r || !is_reservation(*r) || it == r->mappings.end()) {
     return drv_error(hex(va) + " is not the start of a mapping");
   }
-  Mapping m = std::move(it->second);
-  if (m.cpu != drv::CpuAccess::kNone) {
-    int rc = backend_->unmap_cpu(m.va, m.size);
-    if (rc != 0) {
-      it->second = std::move(m);
-      return Error(code_from_errno(rc), "the CPU mapping at " + hex(va) + " could not be removed");
-    }
-    m.cpu = drv::CpuAccess::kNone;
+  // A mapping the device MMU cannot remove (its CPU view stays) stays recorded as well.
+  const dev::Result removed = mmu_->unmap(va, it->second.size);
+  if (!removed.ok()) {
+    return mmu_error(*device_, removed, "the mapping at " + hex(va) + " could not be removed");
   }
+  Mapping m = std::move(it->second);
   index_.clear(m.va, m.size);
   r->mappings.erase(it);
   return m;
@@ -144,7 +154,8 @@ Status AddressSpace::set_access(uint64_t va, uint64_t size, const std::vector<Ac
   }
   Mapping& m = it->second;
   const AccessRights before = m.access;
-  const drv::CpuAccess cpu_before = m.cpu;
+  dev::AccessGrant grants[AccessRights::kMaxDevices + 1];
+  size_t count = 0;
   for (const AccessChange& c : changes) {
     const bool owner = m.phys->on_device() ? (!c.host && c.device == m.phys->device) : c.host;
     int current = c.host ? m.access.host : m.access.device(c.device);
@@ -160,12 +171,29 @@ Status AddressSpace::set_access(uint64_t va, uint64_t size, const std::vector<Ac
     } else {
       m.access.set_device(c.device, c.flags);
     }
+    // One grant per location, with its final flags (a location named twice: the last wins).
+    // Ids past the masks have no access and get none, here as in AccessRights.
+    if (!c.host && (c.device < 0 || c.device >= AccessRights::kMaxDevices)) continue;
+    const dev::AccessGrant g = grant_of(c);
+    size_t i = 0;
+    while (i < count && grants[i].location != g.location) ++i;
+    if (i == count) ++count;
+    grants[i] = g;
   }
-  Status st = cpu_apply(m, cpu_open_ ? drv::CpuAccess::kReadWrite : cpu_of(m.access.host));
-  if (!st.ok()) {
+  size_t applied = 0;
+  const dev::Result set = mmu_->set_access(va, size, grants, count, &applied);
+  if (!set.ok()) {
+    // All or nothing for the application: the grants that took effect are undone.
+    dev::AccessGrant undo[AccessRights::kMaxDevices + 1];
+    for (size_t i = 0; i < applied; ++i) {
+      const dev::Location l = grants[i].location;
+      const int flags = l.kind == dev::Location::Kind::kHost ? before.host : before.device(l.id);
+      undo[i] = dev::AccessGrant{l, static_cast<dev::Access>(flags)};
+    }
+    size_t undone = 0;
+    if (applied != 0) (void)mmu_->set_access(va, size, undo, applied, &undone);
     m.access = before;
-    (void)cpu_apply(m, cpu_before);
-    return st;
+    return mmu_error(*device_, set, "the access of the mapping at " + hex(va) + " could not be set");
   }
   return Status::Ok();
 }
@@ -181,14 +209,22 @@ StatusOr<int> AddressSpace::grant_peer(uint64_t va, uint64_t size, int device) {
   if (va - r->base >= r->size || size > r->base + r->size - va) {  // as in map(): no wrap-around
     return Error(ACL_ERROR_RT_PARAM_INVALID, "the range runs past its reservation");
   }
+  auto overlaps = [&](const Mapping& m) {
+    return m.va + m.size > va && m.va < va + size && m.phys->on_device();
+  };
   size_t granted = 0;
-  for (auto& [start, m] : r->mappings) {
-    if (m.va + m.size <= va || m.va >= va + size || !m.phys->on_device()) continue;
-    m.access.set_device(device, 3);
-    ++granted;
-  }
+  for (const auto& [start, m] : r->mappings) granted += overlaps(m);
   if (granted == 0) {
     return Error(ACL_ERROR_RT_DRV_INTERNAL_ERROR, "no device memory is mapped in the range at " + hex(va));
+  }
+  // The device MMU gives the rights first (the core found a device mapping, as it requires), so
+  // that a refusal leaves the records as they were. Ids past the masks get nothing anywhere.
+  if (device < 0 || device >= AccessRights::kMaxDevices) return -1;
+  if (const dev::Result g = mmu_->grant_peer(va, size, device); !g.ok()) {
+    return mmu_error(*device_, g, "peer access to the range at " + hex(va) + " could not be given");
+  }
+  for (auto& [start, m] : r->mappings) {
+    if (overlaps(m)) m.access.set_device(device, 3);
   }
   return -1;
 }

@@ -10,6 +10,7 @@
 
 #include <memory>
 
+#include "drivers/device_backend.h"
 #include "vmm/physical.h"
 
 namespace aclvmm {
@@ -25,6 +26,9 @@ class DeviceDirectory {
   virtual bool host_numa() const = 0;
   // How many physical devices the current configuration has.
   virtual int device_count() const = 0;
+  // The device backend of the current start (nullptr while stopped): the device MMU maps
+  // backend objects, so an import gives its received bytes an id there.
+  virtual const std::shared_ptr<dev::DeviceBackend>& device() const = 0;
   // The one change a module asks for: peer access between two devices in both directions (an
   // import onto another device than the exporter's, as the vendor's runtime opens it).
   virtual void enable_peer_pair(int a, int b) = 0;

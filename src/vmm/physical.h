@@ -7,6 +7,7 @@
 #include <string>
 
 #include "drivers/driver.h"
+#include "vmm/device_memory.h"
 
 namespace aclvmm {
 
@@ -79,6 +80,10 @@ struct PhysicalAllocation {
   const char* created_by = "";
   std::shared_ptr<drv::PhysicalMemory> memory;
   std::unique_ptr<Charge> charge;
+  // The backend's object (VMM handles and imports; aclrtMalloc blocks have none yet). Declared
+  // after the charge so that it is released first: the backend gives its own charge back before
+  // the pool's, and the backend never holds more than the pools allow.
+  DeviceMemory device_memory;
 
   // Vendor reference counts (behavior.md sections 1, 3, 6). Changed under the handle table's
   // lock: exclusively, except by map and unmap, which only count under the shared lock (atomics,

@@ -394,6 +394,8 @@ StatusOr<uint64_t> ShareService::import(uint64_t token, int physical_device) {
     ACLVMM_RETURN_IF_ERROR(
         fetch_remote(token, physical_device, devices_->device_count(), phys.get()));
   }
+  // The device MMU maps backend objects: the received (or shared) bytes get a PhysicalId.
+  ACLVMM_RETURN_IF_ERROR(DeviceMemory::adopt(devices_->device(), *phys));
   const int exporter_device = phys->reported_device;
   const bool device_memory = phys->on_device();
   uint64_t handle = 0;

@@ -104,15 +104,9 @@ StatusOr<uint64_t> malloc_physical(uint64_t size, const PhysicalSpec& spec) {
     }
     phys->charge = std::make_unique<Charge>(pool, rounded);
   }
-  drv::PhysicalRequest req;
-  req.size = rounded;
-  req.numa_node = spec.side == Side::kHostNuma ? spec.device : -1;
-  req.huge_1g = spec.page_type == kHuge1GPage;
-  int rc = be.create_physical(req, &phys->memory);
-  if (rc != 0) {
-    return Error(code_from_errno(rc), "the backend could not create " + std::to_string(rounded) +
-                                          " bytes of physical memory: errno " + std::to_string(-rc));
-  }
+  // The pool's charge above stays the authority in step 2 (it also sees aclrtMalloc blocks);
+  // the device backend charges its own ledger and makes the memory (emu: a sealed memfd).
+  ACLVMM_RETURN_IF_ERROR(DeviceMemory::create(rt.device(), be, *phys));
   uint64_t token = rt.physical().insert(std::move(phys));
   if (token == 0) {
     return Error(ACL_ERROR_RT_RESOURCE_ALLOC_FAIL, "too many live physical memory handles");

@@ -2,12 +2,18 @@
 // temporary directory, descriptors counted in /proc/self/fd.
 #include <dirent.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "conformance/harness.h"
+#include "drivers/emu/address_space.h"
 #include "drivers/emu/device/physical_object.h"
 
 namespace aclvmm::conformance {
@@ -20,6 +26,7 @@ class EmuHarness final : public Harness {
     if (::mkdtemp(pattern) != nullptr) dir_ = pattern;
   }
   ~EmuHarness() override {
+    for (const auto& [base, size] : claims_) (void)drv::emu::release_window(base, size);
     if (dir_.empty()) return;
     if (DIR* d = ::opendir(dir_.c_str())) {
       while (dirent* e = ::readdir(d)) {
@@ -69,9 +76,40 @@ class EmuHarness final : public Harness {
     }
     return "descriptors " + std::to_string(fds) + ", segment files " + std::to_string(files);
   }
+  uint64_t reserve_va(uint64_t size) override {
+    uint64_t base = 0;
+    if (drv::emu::claim_window(0, size, dev::kGiB, &base) != 0) return 0;
+    claims_.emplace_back(base, size);
+    return base;
+  }
+  dev::Result cpu_access(uint64_t va, void* buffer, size_t n, bool write) override {
+    void* at = reinterpret_cast<void*>(va);
+    const pid_t child = ::fork();
+    if (child < 0) return dev::Result::from_errno(errno);
+    if (child == 0) {
+      // The same bytes as the parent then writes: a shared mapping shows them either way.
+      if (write) {
+        std::memcpy(at, buffer, n);
+      } else {
+        std::vector<char> sink(n);
+        std::memcpy(sink.data(), at, n);
+      }
+      ::_exit(0);
+    }
+    int status = 0;
+    if (::waitpid(child, &status, 0) != child) return dev::Result::from_errno(ECHILD);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) return dev::Result::from_errno(EFAULT);
+    if (write) {
+      std::memcpy(at, buffer, n);
+    } else {
+      std::memcpy(buffer, at, n);
+    }
+    return dev::Result::success();
+  }
 
  private:
   std::string dir_;
+  std::vector<std::pair<uint64_t, uint64_t>> claims_;
 };
 
 }  // namespace

@@ -29,12 +29,22 @@ class FakeHarness final : public Harness {
   int32_t own_pid() override { return config_.pid; }
   uint32_t own_uid() override { return config_.uid; }
   std::string held_resources() override {
-    return "objects " + std::to_string(fake_->live_physical_objects());
+    return "objects " + std::to_string(fake_->live_physical_objects()) + ", mappings " +
+           std::to_string(fake_->live_mappings());
+  }
+  uint64_t reserve_va(uint64_t size) override {
+    const uint64_t base = next_va_;
+    next_va_ += (size + dev::kGiB - 1) / dev::kGiB * dev::kGiB;
+    return base;
+  }
+  dev::Result cpu_access(uint64_t va, void* buffer, size_t n, bool write) override {
+    return fake_->cpu_access(va, buffer, n, write);
   }
 
  private:
   dev::fake::FakeConfig config_;
   dev::fake::FakeBackend* fake_ = nullptr;
+  uint64_t next_va_ = 0x100000000000;  // the vendor's device window, as plain numbers
 };
 
 }  // namespace

@@ -50,6 +50,14 @@ class Harness {
   // What the backend holds of the machine, comparable before and after a case (emu: the open
   // descriptors; fake: its live objects).
   virtual std::string held_resources() = 0;
+  // A range of `size` bytes (1 GiB aligned) the backend may map into, for the MMU cases, kept
+  // until the harness goes. Until the backends own windows (migration step 7) the harness makes
+  // it: emu claims a placeholder as the core does; fake hands out numbers.
+  virtual uint64_t reserve_va(uint64_t size) = 0;
+  // The CPU touching [va, va+n) as a thread of the process would: reads into or writes from
+  // `buffer`. kBadAddress (-EFAULT) where the CPU faults (emu: the touch is tried in a forked
+  // child first, so a fault ends the child, not the suite; fake: its cpu_access hook).
+  virtual dev::Result cpu_access(uint64_t va, void* buffer, size_t n, bool write) = 0;
 };
 
 struct HarnessFactory {

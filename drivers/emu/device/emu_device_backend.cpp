@@ -8,11 +8,15 @@
 namespace aclvmm::dev::emu {
 namespace {
 
-// What step 1's units offer; the rest stays at the conservative defaults.
+// What steps 1–2's units offer; the rest stays at the conservative defaults.
 Capabilities capabilities_of(const HostServices& host) {
   Capabilities c;
   c.giant_page = kGiB;
   c.map_routes = true;
+  c.map_without_access = true;
+  c.access_none_and_read = true;
+  c.cpu_visible_device_memory = true;  // a HOST grant maps the memfd for the CPU
+  c.cpu_visible_host_memory = true;
   c.host_numa = host.numa_node_count() > 0;
   return c;
 }
@@ -25,7 +29,8 @@ EmuDeviceBackend::EmuDeviceBackend(const EmulationOptions& options, BackendListe
       capabilities_(capabilities_of(host_)),
       devices_(options, ledger_, host_),
       physical_(ledger_, listener, options.device_count, host_.numa_node_count(),
-                capabilities_.giant_page != 0) {}
+                capabilities_.giant_page != 0),
+      mmu_(listener, options.host_access_open) {}
 
 Result EmuDeviceBackend::open(const BackendOptions& options, BackendListener& listener,
                               std::unique_ptr<DeviceBackend>* out) {

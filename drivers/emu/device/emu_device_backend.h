@@ -1,6 +1,7 @@
 // EmuDeviceBackend: the emulated NPU behind the device interface (docs/device-interface.md,
-// migration step 1). It has its devices (devices.h), the host services shared with hal
-// (drivers/host/), and physical memory (physical_allocator.h) over today's emu modules; every
+// migration steps 1–2). It has its devices (devices.h), the host services shared with hal
+// (drivers/host/), physical memory (physical_allocator.h) over today's emu modules, and the
+// device MMU with its page table and CPU views (device_mmu.h, step 2); every
 // other unit answers kNotSupported until its migration step gives it one (unsupported_units.h),
 // and the capabilities claim nothing of those.
 //
@@ -17,7 +18,9 @@
 
 #include "drivers/device_backend.h"
 #include "drivers/emu/device/capacity.h"
+#include "drivers/emu/device/device_mmu.h"
 #include "drivers/emu/device/devices.h"
+#include "drivers/emu/device/legacy_bridge.h"
 #include "drivers/emu/device/physical_allocator.h"
 #include "drivers/host/posix_host_services.h"
 #include "drivers/unsupported_units.h"
@@ -35,9 +38,14 @@ class EmuDeviceBackend final : public PartialBackend {
 
   DeviceManager& devices() override { return devices_; }
   PhysicalAllocator& physical() override { return physical_; }
+  DeviceMmu& mmu() override { return mmu_; }
   HostServices& host() override { return host_; }
 
   std::string describe(Result result) const override;
+  LegacyMemory* legacy_memory() override { return &legacy_; }
+
+  // Test hook: mappings in the page table.
+  size_t live_mappings() const { return mmu_.live_mappings(); }
 
  private:
   EmuDeviceBackend(const EmulationOptions& options, BackendListener& listener);
@@ -47,6 +55,8 @@ class EmuDeviceBackend final : public PartialBackend {
   Capabilities capabilities_;
   EmuDevices devices_;
   EmuPhysicalAllocator physical_;
+  EmuLegacyBridge legacy_;
+  EmuDeviceMmu mmu_;  // last: its destructor drops the objects still mapped
 };
 
 }  // namespace aclvmm::dev::emu

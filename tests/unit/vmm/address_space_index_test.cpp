@@ -20,6 +20,7 @@
 #include "drivers/driver.h"
 #include "runtime/injecting_backend.h"
 #include "runtime/injection.h"
+#include "unit/testing/test_device.h"
 #include "unit/testing/window_releasing_backend.h"
 #include "vmm/address_space.h"
 #include "vmm/physical.h"
@@ -56,6 +57,7 @@ class TableSwitchBackend final : public WindowReleasingBackend {
 struct Space {
   TableSwitchBackend* probe = nullptr;
   std::unique_ptr<drv::Backend> backend;
+  std::shared_ptr<dev::DeviceBackend> device;  // after backend: goes before the windows do
   std::unique_ptr<AddressSpace> as;
   uint64_t svm = 0, host = 0;
 
@@ -86,6 +88,8 @@ Space make_space(bool give_table, bool wrap_in_injection = false) {
   s.as = std::make_unique<AddressSpace>();
   Status st = s.as->claim_windows(s.backend.get());
   EXPECT_TRUE(st.ok()) << st.code() << " " << st.message();
+  s.device = testing::open_test_device();
+  s.as->attach_device(s.device);
   s.svm = s.probe->window(kSvmSize);
   s.host = s.probe->window(kHostSize);
   EXPECT_NE(s.svm, 0u);
@@ -103,6 +107,7 @@ std::shared_ptr<PhysicalAllocation> phys(Space& s, Side side, int device, uint64
   drv::PhysicalRequest req;
   req.size = size;
   EXPECT_EQ(s.backend->create_physical(req, &p->memory), 0) << size;
+  if (p->memory) testing::adopt_into(s.device, *p);
   return p;
 }
 

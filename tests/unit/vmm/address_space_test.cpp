@@ -18,6 +18,7 @@
 
 #include "base/status.h"
 #include "drivers/driver.h"
+#include "unit/testing/test_device.h"
 #include "unit/testing/window_releasing_backend.h"
 #include "vmm/address_space.h"
 #include "vmm/physical.h"
@@ -63,10 +64,17 @@ class AddressSpaceTest : public ::testing::Test {
     Status st = as_->claim_windows(backend_.get());
     ASSERT_TRUE(st.ok()) << st.code() << " " << st.message();
     ASSERT_EQ(backend_->windows_claimed(), 3u);
+    attach_device(false);
   }
   void TearDown() override {
     as_.reset();        // regions and physical memory go first
+    device_.reset();    // then the device MMU's mappings
     backend_.reset();   // then the windows (and every CPU mapping inside them)
+  }
+  // The device MMU's options (ACLVMM_HOST_ACCESS=open is emu's, D13).
+  void attach_device(bool host_access_open) {
+    device_ = testing::open_test_device(host_access_open);
+    as_->attach_device(device_);
   }
 
   std::shared_ptr<PhysicalAllocation> phys(int device, uint64_t size, Side side = Side::kDevice) {
@@ -79,6 +87,7 @@ class AddressSpaceTest : public ::testing::Test {
     int rc = backend_->create_physical(req, &p->memory);
     EXPECT_EQ(rc, 0) << "create_physical(" << size << ")";
     EXPECT_NE(p->memory, nullptr);
+    if (p->memory) testing::adopt_into(device_, *p);
     return p;
   }
 
@@ -100,6 +109,7 @@ class AddressSpaceTest : public ::testing::Test {
   }
 
   std::unique_ptr<WindowReleasingBackend> backend_;
+  std::shared_ptr<dev::DeviceBackend> device_;
   std::unique_ptr<AddressSpace> as_;
 };
 
@@ -845,6 +855,7 @@ TEST_F(AddressSpaceTest, HostPhysicalMemoryMappedIsCpuAccessible) {
 
 TEST_F(AddressSpaceTest, HostAccessOpenMapsDeviceMemoryForTheCpu) {
   as_->set_host_access_open(true);
+  attach_device(true);
   uint64_t base = reserve(2 * kMiB);
   auto p = map_new(base, 2 * kMiB, 0);
   uint8_t x = 0xee;

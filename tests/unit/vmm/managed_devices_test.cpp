@@ -26,10 +26,12 @@ class TwoDevices final : public DeviceDirectory {
   bool host_numa() const override { return false; }
   int device_count() const override { return 2; }
   void enable_peer_pair(int, int) override { ++peer_pairs; }
+  const std::shared_ptr<dev::DeviceBackend>& device() const override { return no_device; }
 
   std::shared_ptr<MemoryPool> pools[2] = {std::make_shared<MemoryPool>(64 * kMiB),
                                           std::make_shared<MemoryPool>(64 * kMiB)};
   int peer_pairs = 0;
+  std::shared_ptr<dev::DeviceBackend> no_device;  // managed memory maps nothing through the MMU
 };
 
 TEST(ManagedMemoryDevices, ChargesGoToTheDirectorysPools) {

@@ -29,7 +29,8 @@ TEST(EmuDeviceBackendTest, RefusesMachinesItCannotEmulate) {
   EXPECT_EQ(be->devices().device_count(), kMaxDevices);
 }
 
-TEST(EmuDeviceBackendTest, CapabilitiesClaimOnlyStepOnesUnits) {
+// Steps 1-2: devices, physical memory, host services and the device MMU; nothing else yet.
+TEST(EmuDeviceBackendTest, CapabilitiesClaimOnlyTheUnitsItHas) {
   testing::RecordingListener listener;
   std::unique_ptr<DeviceBackend> be;
   ASSERT_TRUE(EmuDeviceBackend::open(options(2, kGiB), listener, &be).ok());
@@ -39,8 +40,12 @@ TEST(EmuDeviceBackendTest, CapabilitiesClaimOnlyStepOnesUnits) {
   EXPECT_EQ(c.host_numa, be->host().numa_node_count() > 0);
   EXPECT_FALSE(c.sharing);
   EXPECT_FALSE(c.managed_memory);
-  EXPECT_FALSE(c.map_without_access);
-  EXPECT_FALSE(c.cpu_visible_host_memory);
+  EXPECT_TRUE(c.map_without_access);
+  EXPECT_TRUE(c.access_none_and_read);
+  EXPECT_TRUE(c.cpu_visible_device_memory);
+  EXPECT_TRUE(c.cpu_visible_host_memory);
+  EXPECT_FALSE(c.host_tasks);
+  EXPECT_FALSE(c.authoritative_queries);
   EXPECT_TRUE(be->windows().layout().device.size == 0) << "no windows before step 7";
   uint64_t va = 0;
   EXPECT_EQ(be->windows().reserve(ReserveRequest{}, &va).condition(), Condition::kNotSupported);

@@ -1,0 +1,149 @@
+#include "drivers/emu/device/device_mmu.h"
+
+#include <cerrno>
+#include <new>
+
+#include "drivers/emu/device/physical_object.h"
+
+namespace aclvmm::dev::emu {
+namespace {
+
+Result invalid() { return Result::from_errno(EINVAL); }
+
+bool valid_location(Location l) {
+  return l.kind == Location::Kind::kHost ||
+         (l.kind == Location::Kind::kDevice && l.id >= 0 && l.id < kMaxDevices);
+}
+
+}  // namespace
+
+EmuDeviceMmu::EmuDeviceMmu(BackendListener& listener, bool host_access_open)
+    : cpu_(listener, host_access_open) {}
+
+EmuDeviceMmu::~EmuDeviceMmu() {
+  while (MmuEntry* e = table_.any()) {
+    (void)cpu_.apply(*e, drv::CpuAccess::kNone);
+    forget(e);
+  }
+}
+
+MmuEntry* EmuDeviceMmu::exact(uint64_t va, uint64_t size) const {
+  MmuEntry* e = table_.find(va);
+  return e != nullptr && e->va == va && e->size == size ? e : nullptr;
+}
+
+void EmuDeviceMmu::forget(MmuEntry* entry) {
+  table_.clear(entry->va, entry->size);
+  entry->memory->drop();
+  delete entry;
+}
+
+Result EmuDeviceMmu::map(uint64_t va, uint64_t size, PhysicalId memory, uint64_t offset,
+                         InitialAccess initial) {
+  if (!memory) return invalid();
+  EmuPhysical* object = EmuPhysical::from_id(memory);
+  const PhysicalProperties& props = object->properties();
+  const uint64_t granule = page_granule(props.page_type);
+  if (size == 0 || va % granule != 0 || size % granule != 0 || offset % granule != 0 ||
+      offset > props.size || size > props.size - offset) {
+    return invalid();
+  }
+  if (Result r = table_.prepare(va, size); !r.ok()) return r;
+  auto* entry = new (std::nothrow) MmuEntry();
+  if (entry == nullptr) return Result::from_errno(ENOMEM);
+  entry->memory = object;
+  entry->va = va;
+  entry->size = size;
+  entry->offset = offset;
+  entry->owner = props.location;
+  if (initial == InitialAccess::kOwnerReadWrite) {
+    entry->set_access(props.location.kind == Location::Kind::kDevice ? props.location
+                                                                     : Location::host(),
+                      Access::kReadWrite);
+  }
+  if (Result r = cpu_.apply(*entry, cpu_.wanted(*entry)); !r.ok()) {
+    delete entry;  // apply() left the placeholder
+    return r;
+  }
+  object->retain();
+  table_.publish(entry);
+  return Result::success();
+}
+
+Result EmuDeviceMmu::unmap(uint64_t va, uint64_t size) {
+  MmuEntry* e = exact(va, size);
+  if (e == nullptr) return invalid();
+  // A CPU view that cannot be removed keeps the mapping: forgetting it would leave the memory
+  // mapped where the next mapping goes.
+  if (Result r = cpu_.apply(*e, drv::CpuAccess::kNone); !r.ok()) return r;
+  forget(e);
+  return Result::success();
+}
+
+Result EmuDeviceMmu::set_access(uint64_t va, uint64_t size, const AccessGrant* grants,
+                                size_t count, size_t* applied) {
+  if (applied != nullptr) *applied = 0;
+  MmuEntry* e = exact(va, size);
+  if (e == nullptr || (grants == nullptr && count != 0)) return invalid();
+  for (size_t i = 0; i < count; ++i) {
+    if (!valid_location(grants[i].location)) return invalid();
+  }
+  // All or nothing in emu: the rights change only when the CPU view (if it must change) does.
+  const uint8_t host = e->host.load(std::memory_order_relaxed);
+  const uint64_t read = e->dev_read.load(std::memory_order_relaxed);
+  const uint64_t write = e->dev_write.load(std::memory_order_relaxed);
+  const drv::CpuAccess cpu_before = e->cpu;
+  for (size_t i = 0; i < count; ++i) e->set_access(grants[i].location, grants[i].flags);
+  if (Result r = cpu_.apply(*e, cpu_.wanted(*e)); !r.ok()) {
+    e->host.store(host, std::memory_order_relaxed);
+    e->dev_read.store(read, std::memory_order_relaxed);
+    e->dev_write.store(write, std::memory_order_relaxed);
+    (void)cpu_.apply(*e, cpu_before);
+    return r;
+  }
+  if (applied != nullptr) *applied = count;
+  return Result::success();
+}
+
+Result EmuDeviceMmu::access(uint64_t va, Location location, Access* out) const {
+  MmuEntry* e = table_.find(va);
+  if (e == nullptr || out == nullptr || !valid_location(location)) return invalid();
+  *out = e->access(location);
+  return Result::success();
+}
+
+Result EmuDeviceMmu::grant_peer(uint64_t va, uint64_t size, DeviceIndex device) {
+  if (device < 0 || device >= kMaxDevices || size == 0 || va >= EmuPageTable::kLimit ||
+      size > EmuPageTable::kLimit - va) {
+    return invalid();
+  }
+  size_t granted = 0;
+  for (uint64_t a = va - va % EmuPageTable::kGranule; a < va + size;) {
+    MmuEntry* e = table_.find(a);
+    if (e == nullptr) {
+      a += EmuPageTable::kGranule;
+      continue;
+    }
+    if (e->owner.kind == Location::Kind::kDevice) {
+      e->set_access(Location::device(device), Access::kReadWrite);
+      ++granted;
+    }
+    a = e->va + e->size;
+  }
+  return granted == 0 ? invalid() : Result::success();
+}
+
+Result EmuDeviceMmu::query(uint64_t va, AddressInfo* out) const {
+  if (out == nullptr) return invalid();
+  MmuEntry* e = table_.find(va);
+  if (e == nullptr) return Result::from_errno(ENOENT);
+  out->kind = AddressInfo::Kind::kMapping;
+  out->range = VaRange{e->va, e->size};
+  out->memory = e->memory->id();
+  out->offset = e->offset + (va - e->va);
+  out->owner = e->owner;
+  out->page_size = static_cast<uint32_t>(EmuPageTable::kGranule);  // what device mappings report
+  return Result::success();
+}
+
+}  // namespace aclvmm::dev::emu

@@ -1,0 +1,63 @@
+// FakeMmu: DeviceMmu of the fake backend: a page table as a map of mappings (start → what is
+// mapped, the rights of every location), under the machine's lock, with every precondition of
+// device_mmu.h checked and counted as a violation (a dead id, a range that is not whole
+// granules, runs past the memory, overlaps a mapping, is not exactly one mapping for unmap and
+// set_access). No CPU views: the CPU cannot dereference fake memory (no cpu_visible_*
+// capability); cpu_access() is the test's CPU, reading and writing through the page table with
+// the HOST rights a real CPU mapping would have.
+//
+// A mapping holds its physical object (FakePhysical::hold_locked), so a released object keeps
+// its bytes and its charge until it is unmapped.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+
+#include "drivers/device_mmu.h"
+#include "drivers/fake/fake_machine.h"
+#include "drivers/fake/fake_physical.h"
+
+namespace aclvmm::dev::fake {
+
+class FakeMmu final : public DeviceMmu {
+ public:
+  FakeMmu(FakeMachine& machine, FakePhysical& physical) : machine_(machine), physical_(physical) {}
+  ~FakeMmu() override;
+
+  Result map(uint64_t va, uint64_t size, PhysicalId memory, uint64_t offset,
+             InitialAccess initial) override;
+  Result unmap(uint64_t va, uint64_t size) override;
+  Result set_access(uint64_t va, uint64_t size, const AccessGrant* grants, size_t count,
+                    size_t* applied) override;
+  Result access(uint64_t va, Location location, Access* out) const override;
+  Result grant_peer(uint64_t va, uint64_t size, DeviceIndex device) override;
+  Result query(uint64_t va, AddressInfo* out) const override;
+
+  // The test's CPU at va: n bytes read (or written) through the mapping there when the HOST may
+  // (kBadAddress, -EFAULT, when it may not or nothing is mapped: where a real CPU faults).
+  Result cpu_access(uint64_t va, void* buffer, size_t n, bool write);
+  size_t live_mappings() const;
+
+ private:
+  struct Entry {
+    uint64_t size = 0;
+    PhysicalId memory;
+    uint64_t offset = 0;
+    Location owner;
+    uint8_t host = 0;
+    uint64_t dev_read = 0;
+    uint64_t dev_write = 0;
+    uint32_t granule = 0;
+  };
+  // Under the lock: the mapping containing va, or nullptr.
+  const Entry* containing(uint64_t va, uint64_t* start) const;
+  static Access flags_of(const Entry& e, Location location);
+  static void set_flags(Entry& e, Location location, Access flags);
+
+  FakeMachine& machine_;
+  FakePhysical& physical_;
+  std::map<uint64_t, Entry> mappings_;
+};
+
+}  // namespace aclvmm::dev::fake

@@ -1,0 +1,90 @@
+#include "vmm/device_memory.h"
+
+#include <cerrno>
+#include <new>
+
+#include "observability/log.h"
+#include "vmm/physical.h"
+
+namespace aclvmm {
+namespace {
+
+dev::Location location_of(const PhysicalAllocation& phys) {
+  switch (phys.side) {
+    case Side::kDevice: return dev::Location::device(phys.device);
+    case Side::kHostNuma: return dev::Location::host_numa(phys.device);
+    default: return dev::Location::host();
+  }
+}
+
+// What the backend is told the memory is: the handle's location and types, its rounded size.
+dev::PhysicalProperties properties_of(const PhysicalAllocation& phys) {
+  dev::PhysicalProperties props;
+  props.location = location_of(phys);
+  props.page_type = static_cast<dev::PageType>(phys.page_type);
+  props.mem_type = static_cast<dev::MemType>(phys.mem_type);
+  props.size = phys.size;
+  return props;
+}
+
+int code_of(dev::Result r) { return code_from_errno(r.is_errno() ? -r.errno_value() : -EIO); }
+
+Status no_bridge() {
+  return Error(kAclInternalError,
+               "the device backend gives no access to its memory for this runtime's copies");
+}
+
+}  // namespace
+
+void DeviceMemory::reset() {
+  if (!id_) return;
+  const dev::Result r = backend_->physical().release(id_);
+  if (!r.ok()) {
+    // Only an injected dev.phys.release gets here: the object stays the backend's (leaked).
+    ACLVMM_LOG_WARN("DRV", "the device backend did not release physical memory: {}",
+                    backend_->describe(r));
+  }
+  id_ = dev::PhysicalId{};
+  backend_.reset();
+}
+
+Status DeviceMemory::create(const std::shared_ptr<dev::DeviceBackend>& backend, drv::Backend& old,
+                            PhysicalAllocation& phys) {
+  dev::LegacyMemory* bridge = backend->legacy_memory();
+  if (bridge == nullptr) return no_bridge();
+  const dev::PhysicalProperties props = properties_of(phys);
+  const dev::PhysicalSpec spec{props.location, props.page_type, props.mem_type, props.size};
+  dev::PhysicalId id;
+  const dev::Result r = backend->physical().create(spec, &id);
+  if (!r.ok()) {
+    return Error(code_of(r), "the backend could not create " + std::to_string(phys.size) +
+                                 " bytes of physical memory: " + backend->describe(r));
+  }
+  // Held from here, so that every failure below releases it again.
+  phys.device_memory.backend_ = backend;
+  phys.device_memory.id_ = id;
+  try {
+    phys.memory = old.instrument(bridge->memory(id));
+  } catch (const std::bad_alloc&) {
+    phys.device_memory.reset();
+    return Error(ACL_ERROR_RT_MEMORY_ALLOCATION, "no memory to track the physical memory");
+  }
+  return Status::Ok();
+}
+
+Status DeviceMemory::adopt(const std::shared_ptr<dev::DeviceBackend>& backend,
+                           PhysicalAllocation& phys) {
+  dev::LegacyMemory* bridge = backend->legacy_memory();
+  if (bridge == nullptr) return no_bridge();
+  dev::PhysicalId id;
+  const dev::Result r = bridge->adopt(properties_of(phys), phys.memory, &id);
+  if (!r.ok()) {
+    return Error(code_of(r), "the backend could not take the imported memory: " +
+                                 backend->describe(r));
+  }
+  phys.device_memory.backend_ = backend;
+  phys.device_memory.id_ = id;
+  return Status::Ok();
+}
+
+}  // namespace aclvmm

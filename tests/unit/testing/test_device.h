@@ -1,0 +1,37 @@
+// The device backend an AddressSpace under test programs its mappings through (the runtime opens
+// one per start; a unit test opens its own): emu behind the injection decorator, reporting to a
+// listener that arms nothing. Memory a test made through a drv::Backend gets its PhysicalId with
+// adopt_into() (uncharged), as imported memory does in the core.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <memory>
+
+#include "drivers/device_backend.h"
+#include "unit/testing/recording_listener.h"
+#include "vmm/physical.h"
+
+namespace aclvmm::testing {
+
+inline RecordingListener& test_device_listener() {
+  static RecordingListener* listener = new RecordingListener();  // outlives every backend
+  return *listener;
+}
+
+inline std::shared_ptr<dev::DeviceBackend> open_test_device(bool host_access_open = false) {
+  dev::BackendOptions options;
+  options.emulation.device_count = 8;
+  options.emulation.device_memory = 64 * dev::kGiB;
+  options.emulation.host_access_open = host_access_open;
+  std::unique_ptr<dev::DeviceBackend> be;
+  EXPECT_TRUE(dev::open_device_backend("emu", options, &test_device_listener(), &be).ok());
+  return std::shared_ptr<dev::DeviceBackend>(std::move(be));
+}
+
+inline void adopt_into(const std::shared_ptr<dev::DeviceBackend>& device, PhysicalAllocation& p) {
+  const Status st = DeviceMemory::adopt(device, p);
+  EXPECT_TRUE(st.ok()) << st.code() << " " << st.message();
+}
+
+}  // namespace aclvmm::testing
