@@ -4,9 +4,10 @@
  * - aclvmmStatsJson: a JSON snapshot of the process's emulated state (devices, live objects,
  *   managed-memory and sharing counters); see docs/emulation.md for the keys.
  * - aclvmmInjectFault: make the nth following call of an ACL function fail with a chosen code,
- *   to test an application's error paths. The failing call changes nothing. A "drv.*" name fails
- *   one backend step (memfd, mmap, mbind, socket, userfaultfd ...) in the middle of a call
- *   instead, to test the library's own rollback; aclvmmFaultRemaining tells whether it fired.
+ *   to test an application's error paths. The failing call changes nothing. A "drv.*", "dev.*",
+ *   "emu.*" or "host.*" name fails one backend step (memfd, mmap, mbind, socket, userfaultfd, a
+ *   device-MMU map ...) in the middle of a call instead, to test the library's own rollback;
+ *   aclvmmFaultRemaining tells whether it fired.
  * - Emulated kernels: there is no Ascend C compiler here, so a host function stands in for a
  *   kernel. aclvmmLaunchKernel queues it on a stream; when the stream reaches it, it runs on the
  *   stream's device and reaches device memory through aclvmmKernelRead/aclvmmKernelWrite, which
@@ -49,7 +50,7 @@ ACL_FUNC_VISIBILITY const char *aclvmmStatsJson(void);
 #define ACLVMM_FAULT_THROW_NON_STANDARD (-5)   /* an exception that is not a std::exception */
 ACL_FUNC_VISIBILITY aclError aclvmmInjectFault(const char *api, uint32_t nth, aclError code);
 
-/* Calls of `api` (or executions of a "drv.*" step) left until its armed rule fires, the failing one
+/* Calls of `api` (or executions of a backend step) left until its armed rule fires, the failing one
    included; 0 when no rule is armed for `api` (never armed, cleared, or already fired) or `api` is
    NULL. Lets a test tell whether a rule fired. */
 ACL_FUNC_VISIBILITY uint32_t aclvmmFaultRemaining(const char *api);

@@ -39,7 +39,7 @@ aclError aclvmmInjectFault(const char* name, uint32_t nth, aclError code) {
   ACLVMM_API_GUARD("aclvmmInjectFault");
   ACLVMM_REQUIRE_NOT_NULL(api, name);
   if (nth != 0 && code == ACL_SUCCESS) return api::invalid(api, "code must be an error code, not 0");
-  const bool backend_step = std::strncmp(name, "drv.", 4) == 0;
+  const bool backend_step = is_backend_step(name);
   if (nth != 0 && code < 0 && (backend_step || !is_throw_injection(code))) {
     return api::invalid(api, "a negative code must be an ACLVMM_FAULT_THROW_* kind, for an ACL function");
   }

@@ -77,4 +77,12 @@ uint32_t injection_remaining(const std::string& api) {
 void injection_hold_for_fork() { g_mu.lock(); }
 void injection_release_after_fork() { g_mu.unlock(); }
 
+bool is_backend_step(const char* name) {
+  static constexpr const char* kPrefixes[] = {"drv.", "dev.", "emu.", "host.", "fake.", "hal."};
+  for (const char* prefix : kPrefixes) {
+    if (std::strncmp(name, prefix, std::strlen(prefix)) == 0) return true;
+  }
+  return false;
+}
+
 }  // namespace aclvmm

@@ -32,6 +32,11 @@ constexpr bool is_throw_injection(int code) {
   return code <= kInjectThrowBadAlloc && code >= kInjectThrowNonStandard;
 }
 
+// True for the name of a step below the core: the old "drv." steps, the device interface's "dev."
+// steps and a backend's own ("emu.", "host.", "fake.", "hal."; drivers/injection_steps.h).
+// Their rules carry an errno-like code; only ACL functions can be made to throw.
+bool is_backend_step(const char* name);
+
 // Counts one call of `api` against a rule with a code (> 0); returns the code to fail with, or 0.
 int injection_check(const char* api);
 // Counts one call of `api` against a throwing rule; returns its kInjectThrow* code, or 0.

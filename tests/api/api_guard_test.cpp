@@ -163,7 +163,12 @@ TEST(ApiGuardTest, ThrowingRulesCountCallsAndCoexistWithCodeRules) {
     (void)aclGetRecentErrMsg();
     // Negative codes other than the kinds, and throwing rules for backend steps, are refused.
     if (aclvmmInjectFault("aclrtSetDevice", 1, -6) != kParam) return -9LL;
-    if (aclvmmInjectFault("drv.map_cpu", 1, ACLVMM_FAULT_THROW_BAD_ALLOC) != kParam) return -10LL;
+    // Every level of step below the core (drivers/injection_steps.h) counts as a backend step.
+    const char* const backend_steps[] = {"drv.map_cpu", "dev.phys.create", "emu.memfd.create",
+                                         "host.shm.segment", "fake.any", "hal.any"};
+    for (const char* step : backend_steps) {
+      if (aclvmmInjectFault(step, 1, ACLVMM_FAULT_THROW_BAD_ALLOC) != kParam) return -10LL;
+    }
     aclrtResetDevice(0);
     return 0LL;
   });

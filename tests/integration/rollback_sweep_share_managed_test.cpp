@@ -341,6 +341,29 @@ TEST_F(RollbackSweepTest, InjectFaultFailsOneBackendStep) {
   EXPECT_EQ(aclvmmFaultRemaining(nullptr), 0u);
 }
 
+// The device interface's own steps ("dev.*", drivers/injection_steps.h) are armed the same way:
+// the decorator around the backend fails the operation before the backend runs it.
+TEST_F(RollbackSweepTest, InjectFaultFailsOneDeviceInterfaceStep) {
+  ASSERT_EQ(aclvmmInjectFault("dev.phys.create", 1, 22), kOk);  // EINVAL
+  aclrtDrvMemHandle h = nullptr;
+  aclrtPhysicalMemProp prop = device_prop();
+  EXPECT_EQ(aclrtMallocPhysical(&h, k2M, &prop, 0), kDrv);
+  EXPECT_EQ(h, nullptr);
+  EXPECT_EQ(aclvmmFaultRemaining("dev.phys.create"), 0u) << "fired";
+  aclrtDrvMemHandle a = make_handle();
+  void* va = nullptr;
+  ASSERT_EQ(aclrtReserveMemAddress(&va, k2M, 0, nullptr, 0), kOk);
+  ASSERT_EQ(aclvmmInjectFault("dev.mmu.map", 1, 12), kOk);  // ENOMEM
+  EXPECT_EQ(aclrtMapMem(va, k2M, 0, a, 0), kNoMemory);
+  aclrtPtrAttributes attr{};
+  EXPECT_EQ(aclrtPointerGetAttributes(va, &attr), 107017) << "nothing stays mapped";
+  ASSERT_EQ(aclrtMapMem(va, k2M, 0, a, 0), kOk) << "once";
+  EXPECT_EQ(aclrtUnmapMem(va), kOk);
+  EXPECT_EQ(aclrtReleaseMemAddress(va), kOk);
+  EXPECT_EQ(aclrtFreePhysical(a), kOk);
+  EXPECT_EQ(aclvmmFaultRemaining(nullptr), 0u);
+}
+
 TEST_F(RollbackSweepTest, EnvironmentRuleFailsOneBackendStep) {
   ScopedEnvRuntime env("ACLVMM_FAULTS", "drv.create_physical:2:12");
   ASSERT_TRUE(env.ok());
