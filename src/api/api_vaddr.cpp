@@ -38,7 +38,8 @@ aclError map(const char* api, void* virPtr, size_t size, size_t offset, aclrtDrv
     return api::fail(api, ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
                      "not supported by the vendor driver (ACLVMM_QUIRKS=vendor)");
   }
-  return api::finish(api, Runtime::get().vmm().map(api::addr(virPtr), size, offset, api::token(handle), no_access));
+  return api::finish(api, Runtime::get().vmm().map(api::addr(virPtr), size, offset,
+                                                   api::token(handle), no_access));
 }
 
 }  // namespace
