@@ -21,6 +21,7 @@ static_assert(ACLVMM_FAULT_THROW_BAD_ALLOC == kInjectThrowBadAlloc &&
 
 struct aclvmmKernelContext {
   Accessor who;
+  memops::MemoryOps* memory = nullptr;  // the copy engine of the stream's runtime
   int user_device = 0;
   Status error;
 };
@@ -30,7 +31,7 @@ extern "C" {
 const char* aclvmmStatsJson(void) {
   ACLVMM_API_GUARD("aclvmmStatsJson");
   thread_local std::string buffer;
-  buffer = stats_json();
+  buffer = stats_json(Runtime::get());
   return buffer.c_str();
   ACLVMM_API_EXIT_WITH(nullptr);
 }
@@ -62,8 +63,9 @@ aclError aclvmmLaunchKernel(aclrtStream stream, aclvmmKernelFunc func, void* arg
   if (!s.ok()) return api::finish(api, s.status());
   Accessor who = rt.accessor_for((*s)->device());
   const int user = rt.user_device(who.device);
-  (*s)->enqueue([who, user, func, args] {
-    aclvmmKernelContext ctx{who, user, Status()};
+  memops::MemoryOps* memory = &rt.memory_ops();
+  (*s)->enqueue([who, memory, user, func, args] {
+    aclvmmKernelContext ctx{who, memory, user, Status()};
     func(&ctx, args);
     if (ctx.error.ok()) return Status::Ok();
     return Error(ctx.error.code(), "emulated kernel failed: " + ctx.error.message());
@@ -79,7 +81,7 @@ static aclError kernel_copy(const char* api, aclvmmKernelContext* ctx, void* dst
   if (size == 0) return ACL_SUCCESS;
   ACLVMM_REQUIRE_NOT_NULL(api, dst);
   ACLVMM_REQUIRE_NOT_NULL(api, src);
-  Status st = memops::copy(dst, src, size, ctx->who);
+  Status st = ctx->memory->copy(dst, src, size, ctx->who);
   if (!st.ok()) ctx->error = st;
   return api::finish(api, st);
 }

@@ -34,11 +34,12 @@ std::optional<uint32_t> swap_route(uint64_t handle, uint32_t link) {
 // source block's handle, its route set to the selected link for this one mapping, then the
 // route and the reference restored.
 Status map_block(uint64_t dst, uint64_t size, uint64_t src, uint32_t link) {
-  ACLVMM_ASSIGN_OR_RETURN(const uint64_t handle, vmm::retain(src));
+  vmm::Vmm& vm = Runtime::get().vmm();
+  ACLVMM_ASSIGN_OR_RETURN(const uint64_t handle, vm.retain(src));
   const std::optional<uint32_t> route = swap_route(handle, link);
-  Status st = vmm::map(dst, size, 0, handle, false);
+  Status st = vm.map(dst, size, 0, handle, false);
   if (route) (void)swap_route(handle, *route);
-  (void)vmm::free_physical(handle);
+  (void)vm.free_physical(handle);
   return st;
 }
 
@@ -74,14 +75,15 @@ aclError aclrtMemMapSelectedLink(void* virPtrDst, size_t size, void* virPtrSrc, 
   if (linkIdx > 1) return api::invalid(api, "linkIdx must be ACL_RT_MEM_LINK_IDX_0 or _1");
   if (aclError e = gate(api, Feature::kSelectedLink)) return e;
   const uint64_t dst = api::addr(virPtrDst), src = api::addr(virPtrSrc);
-  auto first = vmm::address_range(src);
+  vmm::Vmm& vm = Runtime::get().vmm();
+  auto first = vm.address_range(src);
   if (!first.ok() || first->base != src) {
     return api::fail(api, ACL_ERROR_RT_PARAM_INVALID, "virPtrSrc must be the start of a mapping");
   }
   std::vector<uint64_t> made;  // destination blocks mapped so far
   Status st;
   for (uint64_t off = 0; off < size;) {
-    auto block = vmm::address_range(src + off);
+    auto block = vm.address_range(src + off);
     if (!block.ok()) {
       st = block.status();
       break;
@@ -94,7 +96,7 @@ aclError aclrtMemMapSelectedLink(void* virPtrDst, size_t size, void* virPtrSrc, 
   if (!st.ok()) {
     // Nothing of a failed call stays behind: neither the mappings nor their link counts.
     for (uint64_t va : made) {
-      if (vmm::unmap(va).ok()) uncount_link_mapping(linkIdx);
+      if (vm.unmap(va).ok()) uncount_link_mapping(linkIdx);
     }
   }
   return api::finish(api, st);
@@ -109,13 +111,13 @@ aclError aclrtMemP2PMap(void* devPtr, size_t size, int32_t dstDevId, uint64_t fl
   auto dev = Runtime::get().physical_device(dstDevId);
   if (!dev.ok()) return api::finish(api, dev.status());
   if (aclError e = gate(api, Feature::kP2PMap)) return e;
-  auto info = vmm::pointer_info(api::addr(devPtr));
+  auto info = Runtime::get().vmm().pointer_info(api::addr(devPtr));
   if (!info.ok() || info->kind != PointerInfo::kDevice) {
     return api::fail(api, ACL_ERROR_RT_PARAM_INVALID, "devPtr is not device memory");
   }
   // The peer's page tables gain the range: device memory mappings there become read-write for
   // the peer, and an aclrtMalloc block's device opens peer access with it.
-  return api::finish(api, vmm::p2p_map(api::addr(devPtr), size, *dev));
+  return api::finish(api, Runtime::get().vmm().p2p_map(api::addr(devPtr), size, *dev));
   ACLVMM_API_EXIT();
 }
 

@@ -46,7 +46,8 @@ aclError aclrtMemcpy(void* dst, size_t destMax, const void* src, size_t count, a
   if (count == 0) return ACL_SUCCESS;
   ACLVMM_ENTRY(api);
   if (aclError e = check_copy(api, dst, destMax, src, count, kind)) return e;
-  return api::finish(api, memops::copy(dst, src, count, Runtime::get().accessor()));
+  Runtime& rt = Runtime::get();
+  return api::finish(api, rt.memory_ops().copy(dst, src, count, rt.accessor()));
   ACLVMM_API_EXIT();
 }
 
@@ -56,10 +57,13 @@ aclError aclrtMemcpyAsync(void* dst, size_t destMax, const void* src, size_t cou
   if (count == 0) return ACL_SUCCESS;
   ACLVMM_ENTRY(api);
   if (aclError e = check_copy(api, dst, destMax, src, count, kind)) return e;
-  auto s = Runtime::get().resolve_stream(api::token(stream));
+  Runtime& rt = Runtime::get();
+  auto s = rt.resolve_stream(api::token(stream));
   if (!s.ok()) return api::finish(api, s.status());
-  Accessor who = Runtime::get().accessor_for((*s)->device());
-  (*s)->enqueue([=] { return labelled(api, memops::copy(dst, src, count, who)); });
+  Accessor who = rt.accessor_for((*s)->device());
+  // The task carries the copy engine it runs on (the runtime object outlives every stream).
+  memops::MemoryOps* ops = &rt.memory_ops();
+  (*s)->enqueue([=] { return labelled(api, ops->copy(dst, src, count, who)); });
   return ACL_SUCCESS;
   ACLVMM_API_EXIT();
 }
@@ -69,8 +73,9 @@ aclError aclrtMemset(void* devPtr, size_t maxCount, int32_t value, size_t count)
   if (count == 0) return ACL_SUCCESS;
   ACLVMM_ENTRY(api);
   if (aclError e = check_set(api, devPtr, maxCount, count)) return e;
-  return api::finish(api, memops::fill(devPtr, static_cast<uint8_t>(value), count,
-                                       Runtime::get().accessor()));
+  Runtime& rt = Runtime::get();
+  return api::finish(api, rt.memory_ops().fill(devPtr, static_cast<uint8_t>(value), count,
+                                               rt.accessor()));
   ACLVMM_API_EXIT();
 }
 
@@ -80,11 +85,13 @@ aclError aclrtMemsetAsync(void* devPtr, size_t maxCount, int32_t value, size_t c
   if (count == 0) return ACL_SUCCESS;
   ACLVMM_ENTRY(api);
   if (aclError e = check_set(api, devPtr, maxCount, count)) return e;
-  auto s = Runtime::get().resolve_stream(api::token(stream));
+  Runtime& rt = Runtime::get();
+  auto s = rt.resolve_stream(api::token(stream));
   if (!s.ok()) return api::finish(api, s.status());
-  Accessor who = Runtime::get().accessor_for((*s)->device());
+  Accessor who = rt.accessor_for((*s)->device());
+  memops::MemoryOps* ops = &rt.memory_ops();
   (*s)->enqueue([=] {
-    return labelled(api, memops::fill(devPtr, static_cast<uint8_t>(value), count, who));
+    return labelled(api, ops->fill(devPtr, static_cast<uint8_t>(value), count, who));
   });
   return ACL_SUCCESS;
   ACLVMM_API_EXIT();

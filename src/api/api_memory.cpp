@@ -1,5 +1,6 @@
 // aclrtMalloc / aclrtMallocHost and their frees.
 #include "api/api_common.h"
+#include "runtime/runtime.h"
 #include "vmm/vmm.h"
 
 using namespace aclvmm;
@@ -11,7 +12,7 @@ namespace {
 aclError device_malloc(const char* api, void** devPtr, size_t size, int policy) {
   ACLVMM_REQUIRE_NOT_NULL(api, devPtr);
   if (size == 0) return api::invalid(api, "size must be greater than 0");
-  auto p = vmm::device_malloc(size, policy);
+  auto p = Runtime::get().vmm().device_malloc(size, policy);
   if (!p.ok()) return api::finish(api, p.status());
   *devPtr = reinterpret_cast<void*>(*p);
   return ACL_SUCCESS;
@@ -38,7 +39,7 @@ aclError aclrtMallocHost(void** hostPtr, size_t size) {
   ACLVMM_API_ENTER("aclrtMallocHost");
   ACLVMM_REQUIRE_NOT_NULL(api, hostPtr);
   if (size == 0) return api::invalid(api, "size must be greater than 0");
-  auto p = vmm::host_malloc(size);
+  auto p = Runtime::get().vmm().host_malloc(size);
   if (!p.ok()) return api::finish(api, p.status());
   *hostPtr = reinterpret_cast<void*>(*p);
   return ACL_SUCCESS;
@@ -48,14 +49,14 @@ aclError aclrtMallocHost(void** hostPtr, size_t size) {
 aclError aclrtFree(void* devPtr) {
   ACLVMM_API_ENTER("aclrtFree");
   ACLVMM_REQUIRE_NOT_NULL(api, devPtr);
-  return api::finish(api, vmm::device_free(api::addr(devPtr)));
+  return api::finish(api, Runtime::get().vmm().device_free(api::addr(devPtr)));
   ACLVMM_API_EXIT();
 }
 
 aclError aclrtFreeHost(void* hostPtr) {
   ACLVMM_API_ENTER("aclrtFreeHost");
   ACLVMM_REQUIRE_NOT_NULL(api, hostPtr);
-  return api::finish(api, vmm::host_free(api::addr(hostPtr)));
+  return api::finish(api, Runtime::get().vmm().host_free(api::addr(hostPtr)));
   ACLVMM_API_EXIT();
 }
 

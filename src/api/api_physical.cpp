@@ -76,7 +76,7 @@ aclError aclrtMallocPhysical(aclrtDrvMemHandle* handle, size_t size, const aclrt
     return api::fail(api, ACL_ERROR_RT_PARAM_INVALID,
                      "prop->location.type " + std::to_string(type) + " is not a memory location");
   }
-  auto h = vmm::malloc_physical(size, spec);
+  auto h = Runtime::get().vmm().malloc_physical(size, spec);
   if (!h.ok()) return api::finish(api, h.status());
   *handle = api::from_token(*h);
   return ACL_SUCCESS;
@@ -86,7 +86,7 @@ aclError aclrtMallocPhysical(aclrtDrvMemHandle* handle, size_t size, const aclrt
 aclError aclrtFreePhysical(aclrtDrvMemHandle handle) {
   ACLVMM_API_ENTER("aclrtFreePhysical");
   ACLVMM_REQUIRE_NOT_NULL(api, handle);
-  return api::finish(api, vmm::free_physical(api::token(handle)));
+  return api::finish(api, Runtime::get().vmm().free_physical(api::token(handle)));
   ACLVMM_API_EXIT();
 }
 
@@ -126,7 +126,7 @@ aclError aclrtMemRetainAllocationHandle(void* virPtr, aclrtDrvMemHandle* handle)
   ACLVMM_API_ENTER("aclrtMemRetainAllocationHandle");
   ACLVMM_REQUIRE_NOT_NULL(api, virPtr);
   ACLVMM_REQUIRE_NOT_NULL(api, handle);
-  auto h = vmm::retain(api::addr(virPtr));
+  auto h = Runtime::get().vmm().retain(api::addr(virPtr));
   if (!h.ok()) return api::finish(api, h.status());
   *handle = api::from_token(*h);
   return ACL_SUCCESS;
@@ -137,7 +137,7 @@ aclError aclrtMemGetAllocationPropertiesFromHandle(aclrtDrvMemHandle handle, acl
   ACLVMM_API_ENTER("aclrtMemGetAllocationPropertiesFromHandle");
   ACLVMM_REQUIRE_NOT_NULL(api, handle);
   ACLVMM_REQUIRE_NOT_NULL(api, prop);
-  auto spec = vmm::properties(api::token(handle));
+  auto spec = Runtime::get().vmm().properties(api::token(handle));
   if (!spec.ok()) return api::finish(api, spec.status());
   const bool host = spec->side != Side::kDevice;
   aclrtMemAttr attr;

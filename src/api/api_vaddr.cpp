@@ -16,7 +16,7 @@ aclError reserve(const char* api, void** virPtr, size_t size, size_t alignment, 
   if (size == 0) return api::invalid(api, "size must be greater than 0");
   // Flag 1 (huge pages) is a compatibility hint that PyTorch and others pass.
   if (flags != 0 && flags != 1) return api::invalid(api, "flags must be 0 or 1");
-  auto base = vmm::reserve(size, alignment, api::addr(expectPtr), no_uc);
+  auto base = Runtime::get().vmm().reserve(size, alignment, api::addr(expectPtr), no_uc);
   if (!base.ok()) {
     if (base.status().code() == ACL_ERROR_RT_FEATURE_NOT_SUPPORT) {
       // Applications probe for the feature this way; CANN logs a warning only.
@@ -38,7 +38,8 @@ aclError map(const char* api, void* virPtr, size_t size, size_t offset, aclrtDrv
     return api::fail(api, ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
                      "not supported by the vendor driver (ACLVMM_QUIRKS=vendor)");
   }
-  return api::finish(api, vmm::map(api::addr(virPtr), size, offset, api::token(handle), no_access));
+  return api::finish(api, Runtime::get().vmm().map(api::addr(virPtr), size, offset,
+                                                   api::token(handle), no_access));
 }
 
 }  // namespace
@@ -62,7 +63,7 @@ aclError aclrtReserveMemAddressNoUCMemory(void** virPtr, size_t size, size_t ali
 aclError aclrtReleaseMemAddress(void* virPtr) {
   ACLVMM_API_ENTER("aclrtReleaseMemAddress");
   ACLVMM_REQUIRE_NOT_NULL(api, virPtr);
-  return api::finish(api, vmm::release(api::addr(virPtr)));
+  return api::finish(api, Runtime::get().vmm().release(api::addr(virPtr)));
   ACLVMM_API_EXIT();
 }
 
@@ -82,7 +83,7 @@ aclError aclrtMemMapNoAccess(void* virPtr, size_t size, size_t offset, aclrtDrvM
 aclError aclrtUnmapMem(void* virPtr) {
   ACLVMM_API_ENTER("aclrtUnmapMem");
   ACLVMM_REQUIRE_NOT_NULL(api, virPtr);
-  return api::finish(api, vmm::unmap(api::addr(virPtr)));
+  return api::finish(api, Runtime::get().vmm().unmap(api::addr(virPtr)));
   ACLVMM_API_EXIT();
 }
 
@@ -116,7 +117,7 @@ aclError aclrtMemSetAccess(void* virPtr, size_t size, aclrtMemAccessDesc* desc, 
     c.flags = flags;
     changes.push_back(c);
   }
-  return api::finish(api, vmm::set_access(api::addr(virPtr), size, changes));
+  return api::finish(api, Runtime::get().vmm().set_access(api::addr(virPtr), size, changes));
   ACLVMM_API_EXIT();
 }
 
@@ -128,7 +129,7 @@ aclError aclrtMemGetAccess(void* virPtr, aclrtMemLocation* location, uint64_t* f
   AccessChange c;
   Status st = api::check_location(*location, &c);
   if (!st.ok()) return api::finish(api, st);
-  auto flags = vmm::get_access(api::addr(virPtr), c.host, c.device);
+  auto flags = Runtime::get().vmm().get_access(api::addr(virPtr), c.host, c.device);
   if (!flags.ok()) return api::finish(api, flags.status());
   *flag = static_cast<uint64_t>(*flags);
   return ACL_SUCCESS;
@@ -141,7 +142,7 @@ aclError aclrtMemGetAddressRange(void* ptr, void** pbase, size_t* psize) {
   if (!pbase && !psize) {
     return api::fail(api, ACL_ERROR_RT_PARAM_INVALID, "pbase and psize must not both be NULL");
   }
-  auto range = vmm::address_range(api::addr(ptr));
+  auto range = Runtime::get().vmm().address_range(api::addr(ptr));
   if (!range.ok()) return api::finish(api, range.status());
   if (pbase) *pbase = reinterpret_cast<void*>(range->base);
   if (psize) *psize = range->size;
@@ -153,7 +154,7 @@ aclError aclrtPointerGetAttributes(const void* ptr, aclrtPtrAttributes* attribut
   ACLVMM_API_ENTER("aclrtPointerGetAttributes");
   ACLVMM_REQUIRE_NOT_NULL(api, ptr);
   ACLVMM_REQUIRE_NOT_NULL(api, attributes);
-  auto info = vmm::pointer_info(api::addr(ptr));
+  auto info = Runtime::get().vmm().pointer_info(api::addr(ptr));
   if (!info.ok()) return api::finish(api, info.status());
   switch (info->kind) {
     case PointerInfo::kDevice:

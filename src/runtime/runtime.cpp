@@ -33,9 +33,11 @@ Context* live_context() {
   return c && c->alive.load(std::memory_order_acquire) ? c : nullptr;
 }
 
+// An atexit callback takes no argument: the process-wide hook is the one place besides the
+// singleton's own accessor and the fork handlers where the core looks the runtime up.
 void at_exit() {
   Runtime& rt = Runtime::get();
-  write_stats_file_at_exit();
+  write_stats_file_at_exit(rt);
   rt.teardown("process exit without aclFinalize");
   SmiPublisher::get().remove();
 }
@@ -70,7 +72,22 @@ Runtime::Runtime(uint32_t generation)
       contexts_(fork_tag(0xc0c1, generation)),
       streams_(fork_tag(0x57e4, generation)),
       sharing_(process_sharing()),
-      managed_(*this) {}
+      managed_(*this),
+      vmm_(*this, space_, physical_, sharing_, managed_),
+      memory_ops_(*this, space_, managed_) {}
+
+ProductRules Runtime::rules() const {
+  const Config& cfg = config();  // one snapshot for every answer
+  ProductRules r;
+  r.soc = &cfg.product.soc;
+  r.no_uc_reserve = cfg.product.supports(Feature::kNoUcReserve);
+  r.expect_ptr = cfg.product.supports(Feature::kExpectPtr);
+  r.no_access_mappings = cfg.interconnect != Interconnect::kPcie ||
+                         cfg.product.supports(Feature::kNoAccessOverPcie);
+  r.huge_1g_pages = cfg.product.supports(Feature::kHuge1GPages);
+  r.quirks = cfg.quirks_vendor;
+  return r;
+}
 
 Runtime& Runtime::get() {
   if (Runtime* rt = g_runtime.load(std::memory_order_acquire)) return *rt;

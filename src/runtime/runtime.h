@@ -31,8 +31,11 @@
 #include "runtime/stream.h"
 #include "vmm/address_space.h"
 #include "vmm/managed.h"
+#include "vmm/memory_ops.h"
 #include "vmm/physical.h"
+#include "vmm/runtime_services.h"
 #include "vmm/share_service.h"
+#include "vmm/vmm.h"
 
 namespace aclvmm {
 
@@ -54,7 +57,7 @@ struct Device {
 
 inline constexpr int kMaxDevices = 64;
 
-class Runtime final : public DeviceDirectory {
+class Runtime final : public RuntimeServices {
  public:
   static Runtime& get();
 
@@ -69,7 +72,7 @@ class Runtime final : public DeviceDirectory {
   // for the process's lifetime. A call reads it once (`const Config& cfg = rt.config();`) and
   // keeps to that copy; a restart meanwhile publishes a new snapshot and leaves it alone.
   const Config& config() const { return config_.current(); }
-  drv::Backend& backend() { return *backend_; }
+  drv::Backend& backend() override { return *backend_; }
   // The device backend (docs/device-interface.md), opened at each start with that start's
   // configuration and let go at teardown; memory still held then keeps it alive (DeviceMemory).
   const std::shared_ptr<dev::DeviceBackend>& device() const override { return device_; }
@@ -79,7 +82,11 @@ class Runtime final : public DeviceDirectory {
   HandleTable<Stream>& streams() { return streams_; }
   ShareService& sharing() { return sharing_; }
   ManagedMemory& managed() { return managed_; }
+  // The virtual-memory operations and the copy engine's, given this runtime's pieces.
+  vmm::Vmm& vmm() { return vmm_; }
+  memops::MemoryOps& memory_ops() { return memory_ops_; }
   bool quirks() const { return config().quirks_vendor; }
+  ProductRules rules() const override;
 
   // Devices. User ids are what the application sees (after ASCEND_RT_VISIBLE_DEVICES); physical
   // ids index the emulated devices.
@@ -90,17 +97,17 @@ class Runtime final : public DeviceDirectory {
   bool host_numa() const override { return config().host_numa; }
   int device_count() const override { return config().device_count; }
   // Host memory handed out as physical or pinned memory, bounded by the machine's memory.
-  std::shared_ptr<MemoryPool> host_pool() const;
+  std::shared_ptr<MemoryPool> host_pool() const override;
   Status set_device(int32_t user_id);
   Status reset_device(int32_t user_id, bool force);
   // The calling thread's current context and its device; 107002 when there is none.
-  StatusOr<uint64_t> current_context() const;
-  StatusOr<int> current_device() const;
+  StatusOr<uint64_t> current_context() const override;
+  StatusOr<int> current_device() const override;
   Accessor accessor() const;
   // The executing-device view of work queued on a stream of `physical_device`.
   Accessor accessor_for(int physical_device) const;
   // True once any device has been opened (the driver's per-process SVM state exists).
-  bool svm_ready() const { return svm_ready_.load(); }
+  bool svm_ready() const override { return svm_ready_.load(); }
 
   // Contexts and streams.
   StatusOr<uint64_t> create_context(int physical_device, bool primary);
@@ -171,6 +178,8 @@ class Runtime final : public DeviceDirectory {
   // One per process image: its own fork handler refers to it, so a child keeps using it.
   ShareService& sharing_;
   ManagedMemory managed_;
+  vmm::Vmm vmm_;
+  memops::MemoryOps memory_ops_;
 };
 
 }  // namespace aclvmm

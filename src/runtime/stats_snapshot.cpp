@@ -20,8 +20,7 @@ std::string quoted(const std::string& s) {
 
 }  // namespace
 
-std::string stats_json(bool start) {
-  Runtime& rt = Runtime::get();
+std::string stats_json(Runtime& rt, bool start) {
   if (start) (void)rt.start();
   const Config& cfg = rt.config();
   std::string devices;
@@ -53,10 +52,10 @@ std::string stats_json(bool start) {
       rt.sharing().replies_refused());
 }
 
-void write_stats_file_at_exit() {
-  const std::string& path = Runtime::get().config().stats_file;
+void write_stats_file_at_exit(Runtime& rt) {
+  const std::string& path = rt.config().stats_file;
   if (path.empty()) return;
-  std::string json = stats_json(false);
+  std::string json = stats_json(rt, false);
   FILE* f = fopen(path.c_str(), "w");
   if (!f) {
     ACLVMM_LOG_ERROR("RUNTIME", "cannot write the statistics file {}", path);

@@ -2,10 +2,10 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <memory>
 #include <new>
 
-#include "runtime/runtime.h"
 
 namespace aclvmm::memops {
 namespace {
@@ -19,9 +19,8 @@ Status io_error(int rc, const char* what, uint64_t addr) {
 }
 
 // Moves len bytes between a translated range (at byte `off` of it) and the host buffer `buf`.
-Status transfer(const Translation& t, uint64_t va, uint64_t off, void* buf, uint64_t len,
-                bool to_range) {
-  drv::Backend& be = Runtime::get().backend();
+Status transfer(drv::Backend& be, const Translation& t, uint64_t va, uint64_t off, void* buf,
+                uint64_t len, bool to_range) {
   if (t.cpu) {
     void* range = reinterpret_cast<void*>(va + off);
     int rc = to_range ? be.host_copy(range, buf, len) : be.host_copy(buf, range, len);
@@ -54,20 +53,20 @@ Status transfer(const Translation& t, uint64_t va, uint64_t off, void* buf, uint
 
 }  // namespace
 
-Status translate(uint64_t va, uint64_t n, bool write, const Accessor& who, Translation* out) {
-  Runtime& rt = Runtime::get();
+Status MemoryOps::translate(uint64_t va, uint64_t n, bool write, const Accessor& who,
+                            Translation* out) {
   // Managed memory migrates to the executing device; without one it is reached in place.
-  if (rt.managed().in_window(va)) return rt.managed().device_access(va, n, who.device, write, out);
-  return rt.space().translate(va, n, write, who, out);
+  if (managed_.in_window(va)) return managed_.device_access(va, n, who.device, write, out);
+  return space_.translate(va, n, write, who, out);
 }
 
-Status copy(void* dst, const void* src, size_t n, const Accessor& who) {
+Status MemoryOps::copy(void* dst, const void* src, size_t n, const Accessor& who) {
   const uint64_t d = reinterpret_cast<uint64_t>(dst), s = reinterpret_cast<uint64_t>(src);
   Translation td, ts;
   ACLVMM_RETURN_IF_ERROR(translate(d, n, true, who, &td));
   ACLVMM_RETURN_IF_ERROR(translate(s, n, false, who, &ts));
-  if (ts.cpu) return transfer(td, d, 0, const_cast<void*>(src), n, true);
-  if (td.cpu) return transfer(ts, s, 0, dst, n, false);
+  if (ts.cpu) return transfer(rt_.backend(), td, d, 0, const_cast<void*>(src), n, true);
+  if (td.cpu) return transfer(rt_.backend(), ts, s, 0, dst, n, false);
   // Device to device: each overlapping piece of a source and a destination segment in one pass.
   size_t si = 0, di = 0;
   uint64_t s_in = 0, d_in = 0, done = 0;  // offsets inside the current segments
@@ -86,17 +85,16 @@ Status copy(void* dst, const void* src, size_t n, const Accessor& who) {
   return Status::Ok();
 }
 
-Status fill(void* dst, uint8_t value, size_t n, const Accessor& who) {
-  Runtime& rt = Runtime::get();
+Status MemoryOps::fill(void* dst, uint8_t value, size_t n, const Accessor& who) {
   const uint64_t d = reinterpret_cast<uint64_t>(dst);
   Translation t;
   ACLVMM_RETURN_IF_ERROR(translate(d, n, true, who, &t));
   if (t.cpu) {
-    int rc = rt.backend().host_fill(dst, value, n);
+    int rc = rt_.backend().host_fill(dst, value, n);
     return rc == 0 ? Status::Ok() : io_error(rc, "filling", d);
   }
   uint64_t done = 0;
-  const bool managed = rt.managed().in_window(d);
+  const bool managed = managed_.in_window(d);
   for (const Segment& s : t.segments) {
     int rc = s.memory->fill(s.offset, value, s.length);
     // A zero fill frees pages; managed pages must exist for the CPU to be handed them back.

@@ -4,10 +4,15 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
+#include "base/handle_table.h"
 #include "base/status.h"
 #include "vmm/address_space.h"
+#include "vmm/managed.h"
 #include "vmm/physical.h"
+#include "vmm/runtime_services.h"
+#include "vmm/share_service.h"
 
 namespace aclvmm::vmm {
 
@@ -19,27 +24,51 @@ struct PhysicalSpec {
   uint64_t reserve = 0;
 };
 
-StatusOr<uint64_t> malloc_physical(uint64_t size, const PhysicalSpec& spec);
-Status free_physical(uint64_t handle);
-StatusOr<PhysicalSpec> properties(uint64_t handle);
-StatusOr<uint64_t> retain(uint64_t va);
+// The operations, given the runtime's pieces at construction (one object, owned by the
+// Runtime; the API façade reaches it through Runtime::vmm()). Nothing here takes a lock of its
+// own: the tables and the address space lock what they hold, as before.
+class Vmm {
+ public:
+  Vmm(RuntimeServices& runtime, AddressSpace& space, HandleTable<PhysicalAllocation>& physical,
+      ShareService& sharing, ManagedMemory& managed)
+      : rt_(runtime), space_(space), physical_(physical), sharing_(sharing), managed_(managed) {}
+  Vmm(const Vmm&) = delete;
+  Vmm& operator=(const Vmm&) = delete;
 
-StatusOr<uint64_t> reserve(uint64_t size, uint64_t alignment, uint64_t expect, bool no_uc);
-Status release(uint64_t va);
-Status map(uint64_t va, uint64_t size, uint64_t offset, uint64_t handle, bool no_access);
-Status unmap(uint64_t va);
-Status set_access(uint64_t va, uint64_t size, const std::vector<AccessChange>& changes);
-StatusOr<int> get_access(uint64_t va, bool host, int device);
+  StatusOr<uint64_t> malloc_physical(uint64_t size, const PhysicalSpec& spec);
+  Status free_physical(uint64_t handle);
+  StatusOr<PhysicalSpec> properties(uint64_t handle);
+  StatusOr<uint64_t> retain(uint64_t va);
 
-StatusOr<AddressRange> address_range(uint64_t ptr);
-// aclrtMemP2PMap: the peer device `device` reaches [ptr, ptr+size) of another device's memory.
-Status p2p_map(uint64_t ptr, uint64_t size, int device);
-StatusOr<PointerInfo> pointer_info(uint64_t ptr);
+  StatusOr<uint64_t> reserve(uint64_t size, uint64_t alignment, uint64_t expect, bool no_uc);
+  Status release(uint64_t va);
+  Status map(uint64_t va, uint64_t size, uint64_t offset, uint64_t handle, bool no_access);
+  Status unmap(uint64_t va);
+  Status set_access(uint64_t va, uint64_t size, const std::vector<AccessChange>& changes);
+  StatusOr<int> get_access(uint64_t va, bool host, int device);
 
-// aclrtMalloc / aclrtMallocHost and their frees.
-StatusOr<uint64_t> device_malloc(uint64_t size, int policy);
-Status device_free(uint64_t ptr);
-StatusOr<uint64_t> host_malloc(uint64_t size);
-Status host_free(uint64_t ptr);
+  StatusOr<AddressRange> address_range(uint64_t ptr);
+  // aclrtMemP2PMap: the peer device `device` reaches [ptr, ptr+size) of another device's memory.
+  Status p2p_map(uint64_t ptr, uint64_t size, int device);
+  StatusOr<PointerInfo> pointer_info(uint64_t ptr);
+
+  // aclrtMalloc / aclrtMallocHost and their frees.
+  StatusOr<uint64_t> device_malloc(uint64_t size, int policy);
+  Status device_free(uint64_t ptr);
+  StatusOr<uint64_t> host_malloc(uint64_t size);
+  Status host_free(uint64_t ptr);
+
+ private:
+  // Drops one mapping's references to `handle`; the last reference removes it from the table.
+  void release_ref(uint64_t handle);
+  // The runtime asks the driver whether host NUMA memory exists before the driver sees it.
+  Status host_numa_supported();
+
+  RuntimeServices& rt_;
+  AddressSpace& space_;
+  HandleTable<PhysicalAllocation>& physical_;
+  ShareService& sharing_;
+  ManagedMemory& managed_;
+};
 
 }  // namespace aclvmm::vmm

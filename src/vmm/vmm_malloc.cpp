@@ -1,5 +1,4 @@
 // aclrtMalloc and aclrtMallocHost: whole allocations that carry their own physical memory.
-#include "runtime/runtime.h"
 #include "vmm/vmm.h"
 
 namespace aclvmm::vmm {
@@ -30,49 +29,49 @@ std::shared_ptr<PhysicalAllocation> new_allocation(Side side, int device, uint64
 
 }  // namespace
 
-StatusOr<uint64_t> device_malloc(uint64_t size, int policy) {
-  Runtime& rt = Runtime::get();
-  ACLVMM_ASSIGN_OR_RETURN(const int dev, rt.current_device());
+StatusOr<uint64_t> Vmm::device_malloc(uint64_t size, int policy) {
+  ACLVMM_ASSIGN_OR_RETURN(const int dev, rt_.current_device());
   const int base_policy = policy & 0xff;
   const bool huge1g = base_policy == 6 || base_policy == 7;
-  if (huge1g && !rt.config().product.supports(Feature::kHuge1GPages)) {
-    return Error(ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                 "1 GiB pages are not supported on " + rt.config().product.soc);
+  if (huge1g) {
+    const ProductRules product = rt_.rules();
+    if (!product.huge_1g_pages) {
+      return Error(ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
+                   "1 GiB pages are not supported on " + *product.soc);
+    }
   }
   // ACL aligns to 32 bytes and adds 32 bytes of padding (none for 1 GiB page policies).
   uint64_t padded = round_up(size, 32) + (huge1g ? 0 : 32);
   uint64_t page = page_size_for(policy, padded);
   uint64_t bytes = round_up(padded, page);
   if (bytes < size) return Error(ACL_ERROR_RT_MEMORY_ALLOCATION, "size is too large");
-  auto pool = rt.pool(dev);
+  auto pool = rt_.pool(dev);
   if (!pool || !pool->charge(bytes)) {
     return Error(ACL_ERROR_RT_MEMORY_ALLOCATION,
-                 "device " + std::to_string(rt.user_device(dev)) + " is out of memory: " +
+                 "device " + std::to_string(rt_.user_device(dev)) + " is out of memory: " +
                      std::to_string(bytes) + " bytes requested");
   }
   auto phys = new_allocation(Side::kDevice, dev, bytes, "aclrtMalloc");
   phys->charge = std::make_unique<Charge>(pool, bytes);
   drv::PhysicalRequest req;
   req.size = bytes;
-  int rc = rt.backend().create_physical(req, &phys->memory);
+  int rc = rt_.backend().create_physical(req, &phys->memory);
   if (rc != 0) return Error(code_from_errno(rc), "the backend could not create device memory");
-  return rt.space().add_device_malloc(bytes, size, static_cast<uint32_t>(page), dev,
+  return space_.add_device_malloc(bytes, size, static_cast<uint32_t>(page), dev,
                                       std::move(phys));
 }
 
-Status device_free(uint64_t ptr) {
-  Runtime& rt = Runtime::get();
-  if (rt.managed().in_window(ptr)) return rt.managed().free(ptr);
-  auto region = Runtime::get().space().remove_allocation(ptr, RegionKind::kDeviceMalloc);
+Status Vmm::device_free(uint64_t ptr) {
+  if (managed_.in_window(ptr)) return managed_.free(ptr);
+  auto region = space_.remove_allocation(ptr, RegionKind::kDeviceMalloc);
   return region.status();
 }
 
-StatusOr<uint64_t> host_malloc(uint64_t size) {
-  Runtime& rt = Runtime::get();
-  ACLVMM_RETURN_IF_ERROR(rt.current_context().status());
-  const uint64_t page = rt.backend().host_page_size();
+StatusOr<uint64_t> Vmm::host_malloc(uint64_t size) {
+  ACLVMM_RETURN_IF_ERROR(rt_.current_context().status());
+  const uint64_t page = rt_.backend().host_page_size();
   uint64_t bytes = round_up(round_up(size, 32), page);
-  auto pool = rt.host_pool();
+  auto pool = rt_.host_pool();
   if (bytes < size || !pool || !pool->charge(bytes)) {
     return Error(ACL_ERROR_RT_MEMORY_ALLOCATION,
                  "host memory cannot hold " + std::to_string(size) + " more bytes");
@@ -81,13 +80,13 @@ StatusOr<uint64_t> host_malloc(uint64_t size) {
   phys->charge = std::make_unique<Charge>(pool, bytes);
   drv::PhysicalRequest req;
   req.size = bytes;
-  int rc = rt.backend().create_physical(req, &phys->memory);
+  int rc = rt_.backend().create_physical(req, &phys->memory);
   if (rc != 0) return Error(code_from_errno(rc), "the backend could not create host memory");
-  return rt.space().add_host_pinned(bytes, size, std::move(phys));
+  return space_.add_host_pinned(bytes, size, std::move(phys));
 }
 
-Status host_free(uint64_t ptr) {
-  auto region = Runtime::get().space().remove_allocation(ptr, RegionKind::kHostPinned);
+Status Vmm::host_free(uint64_t ptr) {
+  auto region = space_.remove_allocation(ptr, RegionKind::kHostPinned);
   return region.status();
 }
 

@@ -3,7 +3,6 @@
 #include <shared_mutex>
 
 #include "observability/stats.h"
-#include "runtime/runtime.h"
 #include "vmm/vmm.h"
 
 namespace aclvmm::vmm {
@@ -14,10 +13,10 @@ Status no_device_opened() {
                "no device has been opened in this process; call aclrtSetDevice first");
 }
 
-// Drops one mapping's references to `handle`; the last reference removes it from the table.
-void release_ref(uint64_t handle) {
-  Runtime& rt = Runtime::get();
-  auto& table = rt.physical();
+}  // namespace
+
+void Vmm::release_ref(uint64_t handle) {
+  auto& table = physical_;
   {
     std::shared_lock lock(table.mutex());
     auto phys = table.find_locked(handle);
@@ -32,19 +31,16 @@ void release_ref(uint64_t handle) {
     auto phys = table.find_locked(handle);
     if (phys && phys->ref.load() == 0) doomed = table.remove_locked(handle);
   }
-  if (doomed) rt.sharing().forget_handle(handle);
+  if (doomed) sharing_.forget_handle(handle);
 }
 
-}  // namespace
-
-StatusOr<uint64_t> reserve(uint64_t size, uint64_t alignment, uint64_t expect, bool no_uc) {
-  Runtime& rt = Runtime::get();
-  const Product& product = rt.config().product;
-  if (no_uc && !product.supports(Feature::kNoUcReserve)) {
+StatusOr<uint64_t> Vmm::reserve(uint64_t size, uint64_t alignment, uint64_t expect, bool no_uc) {
+  const ProductRules product = rt_.rules();
+  if (no_uc && !product.no_uc_reserve) {
     return Error(ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                 "aclrtReserveMemAddressNoUCMemory is not supported on " + product.soc);
+                 "aclrtReserveMemAddressNoUCMemory is not supported on " + *product.soc);
   }
-  if (!rt.svm_ready()) return no_device_opened();
+  if (!rt_.svm_ready()) return no_device_opened();
   if (alignment != 0) {
     return Error(ACL_ERROR_RT_PARAM_INVALID, "alignment is reserved and must be 0");
   }
@@ -52,32 +48,31 @@ StatusOr<uint64_t> reserve(uint64_t size, uint64_t alignment, uint64_t expect, b
     return Error(ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
                  "no-UC reservations are only made at a fixed address: pass expectPtr");
   }
-  if (!no_uc && expect != 0 && !product.supports(Feature::kExpectPtr)) {
-    return Error(ACL_ERROR_RT_FEATURE_NOT_SUPPORT, "expectPtr must be NULL on " + product.soc);
+  if (!no_uc && expect != 0 && !product.expect_ptr) {
+    return Error(ACL_ERROR_RT_FEATURE_NOT_SUPPORT, "expectPtr must be NULL on " + *product.soc);
   }
-  return rt.space().reserve(size, expect, no_uc,
+  return space_.reserve(size, expect, no_uc,
                             no_uc ? "aclrtReserveMemAddressNoUCMemory" : "aclrtReserveMemAddress");
 }
 
-Status release(uint64_t va) {
-  Runtime& rt = Runtime::get();
-  if (!rt.svm_ready()) return no_device_opened();
-  return rt.space().release(va);
+Status Vmm::release(uint64_t va) {
+  if (!rt_.svm_ready()) return no_device_opened();
+  return space_.release(va);
 }
 
-Status map(uint64_t va, uint64_t size, uint64_t offset, uint64_t handle, bool no_access) {
-  Runtime& rt = Runtime::get();
-  const Config& cfg = rt.config();
+Status Vmm::map(uint64_t va, uint64_t size, uint64_t offset, uint64_t handle, bool no_access) {
   // products.md: over PCIe, A2, A3 and 950 devices have no "no access" mappings; the driver
   // refuses before it looks at the arguments.
-  if (no_access && cfg.interconnect == Interconnect::kPcie &&
-      !cfg.product.supports(Feature::kNoAccessOverPcie)) {
-    return Error(ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                 "aclrtMemMapNoAccess is not supported on PCIe-interconnected " + cfg.product.soc +
-                     " devices (ACLVMM_INTERCONNECT=pcie)");
+  if (no_access) {
+    const ProductRules product = rt_.rules();
+    if (!product.no_access_mappings) {
+      return Error(ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
+                   "aclrtMemMapNoAccess is not supported on PCIe-interconnected " + *product.soc +
+                       " devices (ACLVMM_INTERCONNECT=pcie)");
+    }
   }
   if (offset != 0) return Error(ACL_ERROR_RT_PARAM_INVALID, "offset is reserved and must be 0");
-  auto& table = rt.physical();
+  auto& table = physical_;
   std::shared_ptr<PhysicalAllocation> phys;
   uint32_t link = 0;
   {
@@ -95,7 +90,7 @@ Status map(uint64_t va, uint64_t size, uint64_t offset, uint64_t handle, bool no
     ++phys->map_ref;
     link = phys->link;  // the route in force when the mapping is requested
   }
-  Status st = rt.space().map(va, size, handle, phys, no_access);
+  Status st = space_.map(va, size, handle, phys, no_access);
   if (!st.ok()) {
     // Another thread may have freed the handle while this map was in flight: the reference
     // taken above is then the last one, and dropping it must release the handle, not leak it.
@@ -106,59 +101,54 @@ Status map(uint64_t va, uint64_t size, uint64_t offset, uint64_t handle, bool no
   return st;
 }
 
-Status unmap(uint64_t va) {
-  Runtime& rt = Runtime::get();
-  ACLVMM_ASSIGN_OR_RETURN(const Mapping m, rt.space().unmap(va));
+Status Vmm::unmap(uint64_t va) {
+  ACLVMM_ASSIGN_OR_RETURN(const Mapping m, space_.unmap(va));
   release_ref(m.handle);
   return Status::Ok();
 }
 
-Status set_access(uint64_t va, uint64_t size, const std::vector<AccessChange>& changes) {
-  Runtime& rt = Runtime::get();
-  return rt.space().set_access(va, size, changes, rt.quirks());
+Status Vmm::set_access(uint64_t va, uint64_t size, const std::vector<AccessChange>& changes) {
+  return space_.set_access(va, size, changes, rt_.rules().quirks);
 }
 
-StatusOr<int> get_access(uint64_t va, bool host, int device) {
-  return Runtime::get().space().get_access(va, host, device);
+StatusOr<int> Vmm::get_access(uint64_t va, bool host, int device) {
+  return space_.get_access(va, host, device);
 }
 
-StatusOr<AddressRange> address_range(uint64_t ptr) {
-  Runtime& rt = Runtime::get();
-  if (rt.managed().in_window(ptr)) {
-    auto r = rt.managed().range_of(ptr);
+StatusOr<AddressRange> Vmm::address_range(uint64_t ptr) {
+  if (managed_.in_window(ptr)) {
+    auto r = managed_.range_of(ptr);
     if (!r.ok()) return Error(ACL_ERROR_RT_PARAM_INVALID, r.status().message());
     return r;
   }
-  return rt.space().address_range(ptr);
+  return space_.address_range(ptr);
 }
 
-Status p2p_map(uint64_t ptr, uint64_t size, int device) {
-  Runtime& rt = Runtime::get();
-  ACLVMM_ASSIGN_OR_RETURN(const int owner, rt.space().grant_peer(ptr, size, device));
+Status Vmm::p2p_map(uint64_t ptr, uint64_t size, int device) {
+  ACLVMM_ASSIGN_OR_RETURN(const int owner, space_.grant_peer(ptr, size, device));
   if (owner >= 0) {
     // An aclrtMalloc block (grant_peer changed nothing for it yet): the range must lie inside the
     // block, as it must inside a reservation, and without wrapping around.
-    ACLVMM_ASSIGN_OR_RETURN(const AddressRange block, rt.space().address_range(ptr));
+    ACLVMM_ASSIGN_OR_RETURN(const AddressRange block, space_.address_range(ptr));
     if (size > block.base + block.size - ptr) {
       return Error(ACL_ERROR_RT_PARAM_INVALID, "the range runs past its allocation");
     }
-    if (owner != device) rt.enable_peer_pair(device, owner);
+    if (owner != device) rt_.enable_peer_pair(device, owner);
   }
   return Status::Ok();
 }
 
-StatusOr<PointerInfo> pointer_info(uint64_t ptr) {
-  Runtime& rt = Runtime::get();
-  if (!rt.svm_ready()) return no_device_opened();
-  if (rt.managed().in_window(ptr)) {
-    ACLVMM_RETURN_IF_ERROR(rt.managed().range_of(ptr).status());
+StatusOr<PointerInfo> Vmm::pointer_info(uint64_t ptr) {
+  if (!rt_.svm_ready()) return no_device_opened();
+  if (managed_.in_window(ptr)) {
+    ACLVMM_RETURN_IF_ERROR(managed_.range_of(ptr).status());
     PointerInfo info;
     info.kind = PointerInfo::kManaged;
     info.device = 0;  // the driver leaves the id 0 for managed memory
     info.page_size = static_cast<uint32_t>(kChunk);
     return info;
   }
-  return rt.space().pointer_info(ptr, rt.backend().host_page_size());
+  return space_.pointer_info(ptr, rt_.backend().host_page_size());
 }
 
 }  // namespace aclvmm::vmm

@@ -1,7 +1,7 @@
 // Physical handles: creation, release with the vendor's reference counts, queries.
 #include <mutex>
 
-#include "runtime/runtime.h"
+#include "vmm/device_memory.h"
 #include "vmm/vmm.h"
 
 namespace aclvmm::vmm {
@@ -19,28 +19,26 @@ Status bad_handle() {
                "the handle is not a live physical memory handle (freed, forged or foreign)");
 }
 
-// The runtime asks the driver whether host NUMA memory exists (behavior.md §1,
-// FEATURE_SVM_VMM_NORMAL_GRANULARITY) before the driver sees the request.
-Status host_numa_supported(Runtime& rt) {
-  if (!rt.config().host_numa) {
+}  // namespace
+
+// behavior.md §1, FEATURE_SVM_VMM_NORMAL_GRANULARITY.
+Status Vmm::host_numa_supported() {
+  if (!rt_.host_numa()) {
     return Error(ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
                  "host NUMA memory is not supported: ACLVMM_HOST_NUMA=off emulates a host without "
                  "NUMA");
   }
-  if (rt.backend().numa_node_count() == 0) {
+  if (rt_.backend().numa_node_count() == 0) {
     return Error(ACL_ERROR_RT_FEATURE_NOT_SUPPORT, "this host has no NUMA support");
   }
   return Status::Ok();
 }
 
-}  // namespace
-
-StatusOr<uint64_t> malloc_physical(uint64_t size, const PhysicalSpec& spec) {
-  Runtime& rt = Runtime::get();
-  if (spec.side == Side::kHostNuma) ACLVMM_RETURN_IF_ERROR(host_numa_supported(rt));
-  if (!rt.svm_ready()) return no_device_opened();
+StatusOr<uint64_t> Vmm::malloc_physical(uint64_t size, const PhysicalSpec& spec) {
+  if (spec.side == Side::kHostNuma) ACLVMM_RETURN_IF_ERROR(host_numa_supported());
+  if (!rt_.svm_ready()) return no_device_opened();
   if (spec.reserve != 0) return Error(ACL_ERROR_RT_PARAM_INVALID, "prop->reserve must be 0");
-  drv::Backend& be = rt.backend();
+  drv::Backend& be = rt_.backend();
   if (spec.side == Side::kHost && spec.device != 0) {
     // The id is the caller's uint32_t: ids of 2^31 and more are out of range too, not "1..63"
     // (tests/fuzz found them answered with 207000).
@@ -59,10 +57,11 @@ StatusOr<uint64_t> malloc_physical(uint64_t size, const PhysicalSpec& spec) {
     }
   }
   uint64_t rounded;
+  const ProductRules product = rt_.rules();
   if (spec.page_type == kHuge1GPage) {
-    if (!rt.config().product.supports(Feature::kHuge1GPages)) {
+    if (!product.huge_1g_pages) {
       return Error(ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
-                   "1 GiB pages are not supported on " + rt.config().product.soc);
+                   "1 GiB pages are not supported on " + *product.soc);
     }
     // The driver offers giant pages on the host only for P2P DDR memory.
     if (spec.side != Side::kDevice && spec.mem_type != kP2PDdr) {
@@ -71,7 +70,7 @@ StatusOr<uint64_t> malloc_physical(uint64_t size, const PhysicalSpec& spec) {
     }
     rounded = round_up(size, kGiB);
   } else {
-    if (rt.quirks() && size % kChunk != 0) {
+    if (product.quirks && size % kChunk != 0) {
       return Error(ACL_ERROR_RT_DRV_INTERNAL_ERROR,
                    "size " + std::to_string(size) + " is not a multiple of 2 MiB");
     }
@@ -88,7 +87,7 @@ StatusOr<uint64_t> malloc_physical(uint64_t size, const PhysicalSpec& spec) {
   phys->size = rounded;
   phys->created_by = "aclrtMallocPhysical";
   if (spec.side == Side::kDevice) {
-    auto pool = rt.pool(spec.device);
+    auto pool = rt_.pool(spec.device);
     if (!pool || !pool->charge(rounded)) {
       return Error(ACL_ERROR_RT_MEMORY_ALLOCATION,
                    "device " + std::to_string(spec.device) + " is out of memory: " +
@@ -97,7 +96,7 @@ StatusOr<uint64_t> malloc_physical(uint64_t size, const PhysicalSpec& spec) {
     }
     phys->charge = std::make_unique<Charge>(pool, rounded);
   } else {
-    auto pool = rt.host_pool();
+    auto pool = rt_.host_pool();
     if (!pool || !pool->charge(rounded)) {
       return Error(ACL_ERROR_RT_MEMORY_ALLOCATION,
                    "host memory cannot hold " + std::to_string(rounded) + " more bytes");
@@ -106,16 +105,16 @@ StatusOr<uint64_t> malloc_physical(uint64_t size, const PhysicalSpec& spec) {
   }
   // The pool's charge above stays the authority in step 2 (it also sees aclrtMalloc blocks);
   // the device backend charges its own ledger and makes the memory (emu: a sealed memfd).
-  ACLVMM_RETURN_IF_ERROR(DeviceMemory::create(rt.device(), be, *phys));
-  uint64_t token = rt.physical().insert(std::move(phys));
+  ACLVMM_RETURN_IF_ERROR(DeviceMemory::create(rt_.device(), be, *phys));
+  uint64_t token = physical_.insert(std::move(phys));
   if (token == 0) {
     return Error(ACL_ERROR_RT_RESOURCE_ALLOC_FAIL, "too many live physical memory handles");
   }
   return token;
 }
 
-Status free_physical(uint64_t handle) {
-  auto& table = Runtime::get().physical();
+Status Vmm::free_physical(uint64_t handle) {
+  auto& table = physical_;
   std::shared_ptr<PhysicalAllocation> doomed;  // destroyed after the lock is dropped
   {
     std::lock_guard lock(table.mutex());
@@ -132,12 +131,12 @@ Status free_physical(uint64_t handle) {
     }
     doomed = table.remove_locked(handle);
   }
-  Runtime::get().sharing().forget_handle(handle);
+  sharing_.forget_handle(handle);
   return Status::Ok();
 }
 
-StatusOr<PhysicalSpec> properties(uint64_t handle) {
-  auto phys = Runtime::get().physical().find(handle);
+StatusOr<PhysicalSpec> Vmm::properties(uint64_t handle) {
+  auto phys = physical_.find(handle);
   if (!phys) return bad_handle();
   PhysicalSpec spec;
   spec.side = phys->side;
@@ -148,12 +147,11 @@ StatusOr<PhysicalSpec> properties(uint64_t handle) {
   return spec;
 }
 
-StatusOr<uint64_t> retain(uint64_t va) {
-  Runtime& rt = Runtime::get();
-  if (!rt.svm_ready()) return no_device_opened();
-  auto& table = rt.physical();
+StatusOr<uint64_t> Vmm::retain(uint64_t va) {
+  if (!rt_.svm_ready()) return no_device_opened();
+  auto& table = physical_;
   for (;;) {
-    ACLVMM_ASSIGN_OR_RETURN(const uint64_t handle, rt.space().mapping_handle(va));
+    ACLVMM_ASSIGN_OR_RETURN(const uint64_t handle, space_.mapping_handle(va));
     std::lock_guard lock(table.mutex());
     auto phys = table.find_locked(handle);
     if (phys) {

@@ -5,8 +5,9 @@
 #   src/base                  includes only base
 #   src/observability         base
 #   src/runtime               base, observability, vmm, the driver interface (drivers/*.h)
-#   src/vmm                   base, observability, the driver interface; runtime/runtime.h only
-#                             from the files of VMM_USES_RUNTIME below
+#   src/vmm                   base, observability, the driver interface (never runtime/: vmm gets
+#                             what it needs of the runtime at construction, through
+#                             vmm/device_directory.h and vmm/runtime_services.h)
 #   src/api                   base, observability, runtime, vmm (never drivers/: the façade
 #                             reaches the device through the core)
 #   drivers/*                 the driver interface, the backends and the shared modules
@@ -40,17 +41,6 @@ repo="$1"
 layers="base observability runtime vmm api"
 # Directories of drivers/ that are shared by the backends, not backends themselves.
 shared_driver_dirs="host injection"
-
-# vmm files that still reach the runtime through Runtime::get() (its devices, pools, tables and
-# configuration). They get those as dependencies at construction in the second half of issue 14
-# (managed memory and the sharing service already do: vmm/device_directory.h); this list may
-# only shrink, and an entry whose file no longer includes runtime/runtime.h fails.
-VMM_USES_RUNTIME="
-memory_ops.cpp
-vmm_malloc.cpp
-vmm_map.cpp
-vmm_physical.cpp
-"
 
 violations=0
 includes_checked=0
@@ -97,11 +87,8 @@ allowed() {
             echo "runtime includes base, observability, vmm and the driver interface only" ;;
         vmm)
             case "$tgt" in base|observability|vmm|interface) return 0 ;; esac
-            if [ "$inc" = runtime/runtime.h ] && in_list "$name" "$VMM_USES_RUNTIME"; then
-                return 0
-            fi
             echo "vmm includes base, observability and the driver interface only" \
-                 "(runtime/runtime.h only from the files of VMM_USES_RUNTIME, a list that only shrinks)" ;;
+                 "(what it needs of the runtime comes through vmm/runtime_services.h)" ;;
         api)
             case "$tgt" in base|observability|runtime|vmm|api) return 0 ;; esac
             echo "api reaches the device through the core, not drivers/" ;;
@@ -163,14 +150,6 @@ done < <(cd "$repo" && find drivers -type f \( -name '*.h' -o -name '*.cpp' \) |
 while IFS= read -r rel; do
     check_file "$rel" conformance
 done < <(cd "$repo" && [ -d tests/conformance ] && find tests/conformance -type f \( -name '*.h' -o -name '*.cpp' \) | sort)
-
-# VMM_USES_RUNTIME only shrinks: every entry is a vmm file that includes runtime/runtime.h.
-for name in $VMM_USES_RUNTIME; do
-    if ! grep -qE '^[[:space:]]*#[[:space:]]*include[[:space:]]*"runtime/runtime.h"' \
-            "$repo/src/vmm/$name" 2>/dev/null; then
-        fail "src/vmm/$name: listed in VMM_USES_RUNTIME but does not include runtime/runtime.h: take it off the list"
-    fi
-done
 
 # The source directory a tests/unit/<dir> mirrors.
 source_dir() {

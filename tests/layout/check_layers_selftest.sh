@@ -39,7 +39,7 @@ mutations=(
     "tests/conformance/harness.h|$(add tests/conformance/harness.h vmm/physical.h)"
     "src/runtime/stream.cpp|$(add src/runtime/stream.cpp core/status.h)"
     "src/core/leftover.cpp|mkdir -p src/core && echo '// a file outside the layers' > src/core/leftover.cpp"
-    "src/vmm/vmm_malloc.cpp|sed -i '/#include \"runtime\\/runtime.h\"/d' src/vmm/vmm_malloc.cpp"
+    "src/vmm/vmm_malloc.cpp|$(add src/vmm/vmm_malloc.cpp runtime/runtime.h)"
     "tests/unit/stream_test.cpp|mv tests/unit/runtime/stream_test.cpp tests/unit/"
     "tests/unit/api/misuse_test.cpp|mkdir -p tests/unit/api && echo '// no such layer' > tests/unit/api/misuse_test.cpp"
     "tests/unit/vmm/address_space.cpp|mv tests/unit/vmm/address_space_test.cpp tests/unit/vmm/address_space.cpp"
