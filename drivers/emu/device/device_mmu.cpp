@@ -21,9 +21,11 @@ EmuDeviceMmu::EmuDeviceMmu(BackendListener& listener, bool host_access_open)
     : cpu_(listener, host_access_open) {}
 
 EmuDeviceMmu::~EmuDeviceMmu() {
-  while (MmuEntry* e = table_.any()) {
+  for (MmuEntry* e = table_.first_from(0); e != nullptr;) {
+    const uint64_t next = e->va + e->size;
     (void)cpu_.apply(*e, drv::CpuAccess::kNone);
     forget(e);
+    e = next < EmuPageTable::kLimit ? table_.first_from(next) : nullptr;
   }
 }
 

@@ -68,16 +68,23 @@ MmuEntry* EmuPageTable::find(uint64_t va) const {
   return w == nullptr ? nullptr : w->load(std::memory_order_acquire);
 }
 
-MmuEntry* EmuPageTable::any() const {
-  if (top_ == nullptr || live() == 0) return nullptr;
-  for (uint64_t i = 0; i < kTopEntries; ++i) {
+MmuEntry* EmuPageTable::first_from(uint64_t va) const {
+  if (top_ == nullptr) return nullptr;
+  for (uint64_t i = va / kGiB; i < kTopEntries; ++i) {
     Leaf* leaf = top_[i].load(std::memory_order_acquire);
     if (leaf == nullptr) continue;
-    for (const auto& w : leaf->words) {
-      if (MmuEntry* e = w.load(std::memory_order_acquire)) return e;
+    const uint64_t first = i == va / kGiB ? (va % kGiB) / kGranule : 0;
+    for (uint64_t w = first; w < kLeafWords; ++w) {
+      if (MmuEntry* e = leaf->words[w].load(std::memory_order_acquire)) return e;
     }
   }
   return nullptr;
+}
+
+size_t EmuPageTable::live() const {
+  size_t count = 0;
+  for (MmuEntry* e = first_from(0); e != nullptr; e = first_from(e->va + e->size)) ++count;
+  return count;
 }
 
 Result EmuPageTable::prepare(uint64_t va, uint64_t size) {
@@ -103,14 +110,12 @@ void EmuPageTable::publish(MmuEntry* entry) {
   for (uint64_t a = entry->va; a < entry->va + entry->size; a += kGranule) {
     word(a)->store(entry, std::memory_order_release);
   }
-  live_.fetch_add(1, std::memory_order_relaxed);
 }
 
 void EmuPageTable::clear(uint64_t va, uint64_t size) {
   for (uint64_t a = va; a < va + size; a += kGranule) {
     word(a)->store(nullptr, std::memory_order_release);
   }
-  live_.fetch_sub(1, std::memory_order_relaxed);
 }
 
 }  // namespace aclvmm::dev::emu

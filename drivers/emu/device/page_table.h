@@ -66,10 +66,12 @@ class EmuPageTable {
   void publish(MmuEntry* entry);
   // Clears the words of [va, va+size).
   void clear(uint64_t va, uint64_t size);
-  // Some published entry, or nullptr when none is left (teardown; walks the leaves).
-  MmuEntry* any() const;
-  // Mappings published and not cleared.
-  size_t live() const { return live_.load(std::memory_order_relaxed); }
+  // The published entry with the lowest address at or above va, or nullptr (teardown and tests:
+  // walks the leaves).
+  MmuEntry* first_from(uint64_t va) const;
+  // Mappings published and not cleared, counted by a walk: no counter is shared by the mappers,
+  // whose disjoint ranges would otherwise contend for its cache line on every map and unmap.
+  size_t live() const;
 
  private:
   static constexpr uint64_t kLeafWords = 512;  // 1 GiB per leaf
@@ -79,7 +81,6 @@ class EmuPageTable {
   std::atomic<MmuEntry*>* word(uint64_t va) const;
 
   std::atomic<Leaf*>* top_ = nullptr;  // kLimit / 1 GiB pointers
-  std::atomic<size_t> live_{0};
 };
 
 }  // namespace aclvmm::dev::emu

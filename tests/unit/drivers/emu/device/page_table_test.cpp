@@ -26,7 +26,7 @@ TEST(EmuPageTableTest, PublishedWordsCoverExactlyTheMapping) {
   EXPECT_EQ(table.find(e.va + e.size - 1), &e);
   EXPECT_EQ(table.find(e.va - 1), nullptr);
   EXPECT_EQ(table.find(e.va + e.size), nullptr);
-  EXPECT_EQ(table.any(), &e);
+  EXPECT_EQ(table.first_from(0), &e);
   // Any overlap is refused, also by one granule.
   EXPECT_EQ(table.prepare(e.va + e.size - 2 * kMiB, 4 * kMiB).condition(),
             Condition::kInvalidArgument);
@@ -34,7 +34,7 @@ TEST(EmuPageTableTest, PublishedWordsCoverExactlyTheMapping) {
   table.clear(e.va, e.size);
   EXPECT_EQ(table.live(), 0u);
   EXPECT_EQ(table.find(e.va), nullptr);
-  EXPECT_EQ(table.any(), nullptr);
+  EXPECT_EQ(table.first_from(0), nullptr);
 }
 
 TEST(EmuPageTableTest, RangesOutsideTheUserAddressSpaceAreRefused) {
@@ -108,7 +108,7 @@ TEST(EmuPageTableTest, ConcurrencyOfMappersAndReaders) {
   reader.join();
   EXPECT_EQ(wrong.load(), 0);
   EXPECT_EQ(table.live(), 0u);
-  EXPECT_EQ(table.any(), nullptr);
+  EXPECT_EQ(table.first_from(0), nullptr);
 }
 
 }  // namespace
