@@ -34,6 +34,9 @@ class HandleTable {
       free_.pop_back();
     } else {
       index = static_cast<uint32_t>(slots_.size());
+      // Room for every slot in the free list now, so that remove never allocates (a bad_alloc
+      // there would leave the slot neither live nor free).
+      free_.reserve(slots_.size() + 1);
       slots_.push_back(Slot{});
     }
     Slot& s = slots_[index];
@@ -51,15 +54,7 @@ class HandleTable {
   // Removes the object; returns it (nullptr when the token is not live).
   std::shared_ptr<T> remove(uint64_t token) {
     std::lock_guard<Mutex> lock(mu_);
-    Slot* s = const_cast<Slot*>(slot(token));
-    if (!s) return nullptr;
-    std::shared_ptr<T> obj = std::move(s->obj);
-    s->obj.reset();
-    s->generation = (s->generation + 1) & kGenerationMask;
-    if (s->generation == 0) s->generation = 1;
-    free_.push_back(index_of(token));
-    --live_;
-    return obj;
+    return remove_locked(token);
   }
 
   // Every live object with its token (for teardown and statistics).
@@ -86,6 +81,7 @@ class HandleTable {
     return s ? s->obj : nullptr;
   }
   std::shared_ptr<T> remove_locked(uint64_t token) {
+    mu_.assert_held();
     Slot* s = const_cast<Slot*>(slot(token));
     if (!s) return nullptr;
     std::shared_ptr<T> obj = std::move(s->obj);

@@ -113,12 +113,15 @@ void Runtime::replace_in_forked_child() {
   (void)new std::shared_ptr<Context>(std::move(t_context));  // leaked: the object is the parent's
 }
 
-void Runtime::release_inherited() {
+WindowPlaces Runtime::release_inherited() {
+  WindowPlaces places;  // the nearest ancestor's that had claimed its windows
   for (Runtime* r = inherited_; r; r = r->inherited_) {
-    r->space_.release_inherited_claims();
+    const WindowPlaces released = r->space_.release_inherited_claims();
+    if (places.svm == 0) places = released;
     if (r->device_) r->device_->release_inherited();
   }
   inherited_ = nullptr;
+  return places;
 }
 
 Status Runtime::start() {
@@ -136,12 +139,12 @@ Status Runtime::start_locked() {
   injection_reset(cfg.injections);
   if (!backend_) {
     // A forked child's first start: the parent's windows go first, so that ours land where the
-    // vendor's are.
-    release_inherited();
+    // parent's were (the vendor's addresses, unless a sanitizer had them placed elsewhere).
+    const WindowPlaces inherited = release_inherited();
     // Always behind the failure-injection decorator: "drv.*" rules fail single backend steps.
     backend_ = with_injection(drv::create_backend(cfg.driver));
     if (!backend_) return Error(kAclInvalidParam, "no driver backend called " + cfg.driver);
-    Status claimed = space_.claim_windows(backend_.get());
+    Status claimed = space_.claim_windows(backend_.get(), inherited);
     if (!claimed.ok()) {
       backend_.reset();  // the next start tries again from scratch
       return claimed;

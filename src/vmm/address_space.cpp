@@ -41,7 +41,7 @@ bool is_reservation(const Region& r) {
 
 }  // namespace
 
-Status AddressSpace::claim_windows(drv::Backend* backend) {
+Status AddressSpace::claim_windows(drv::Backend* backend, const WindowPlaces& inherited) {
   std::unique_lock lock(mu_);
   std::lock_guard claims(claims_mu_);
   if (backend_) return Status::Ok();
@@ -49,14 +49,17 @@ Status AddressSpace::claim_windows(drv::Backend* backend) {
   uvm_window_size_ = kUvmWindowSize;
   svm_window_size_ = kSvmWindowSize;
   struct Want {
-    uint64_t preferred, size, *base, *size_out;
+    uint64_t preferred, inherited, size, *base, *size_out;
     const char* name;
-  } wants[] = {{kHostWindow, kHostWindowSize, &host_window_, &host_window_size_, "host pinned"},
-               {kUvmWindow, kUvmWindowSize, &uvm_window_, &uvm_window_size_, "managed"},
-               {kSvmWindow, kSvmWindowSize, &svm_window_, &svm_window_size_, "device"}};
+  } wants[] = {
+      {kHostWindow, inherited.host, kHostWindowSize, &host_window_, &host_window_size_,
+       "host pinned"},
+      {kUvmWindow, inherited.uvm, kUvmWindowSize, &uvm_window_, &uvm_window_size_, "managed"},
+      {kSvmWindow, inherited.svm, kSvmWindowSize, &svm_window_, &svm_window_size_, "device"}};
   for (Want& w : wants) {
-    // Under TSan even asking for the vendor address aborts the process: let the kernel choose.
-    const uint64_t preferred = kWindowDivisor == 1 ? w.preferred : 0;
+    // Under TSan even asking for the vendor address aborts the process: let the kernel choose
+    // (an inherited place is one the kernel chose under the same sanitizer, so it may be asked).
+    const uint64_t preferred = w.inherited ? w.inherited : kWindowDivisor == 1 ? w.preferred : 0;
     int rc = backend->claim_window(preferred, w.size, kGiB, w.base);
     // ThreadSanitizer confines a program to a few TiB: smaller windows keep the emulator usable
     // there (the concurrency tests need no terabyte reservations).
@@ -121,9 +124,9 @@ std::vector<std::unique_ptr<Region>> AddressSpace::clear() {
   return out;
 }
 
-void AddressSpace::release_inherited_claims() {
+WindowPlaces AddressSpace::release_inherited_claims() {
   std::lock_guard claims(claims_mu_);
-  if (!backend_) return;  // never claimed anything
+  if (!backend_) return {};  // never claimed anything
   for (const auto& [base, span] : no_uc_claims_) (void)backend_->release_window(base, span);
   const AddressRange windows[] = {{host_window_, host_window_size_},
                                   {uvm_window_, uvm_window_size_},
@@ -131,6 +134,7 @@ void AddressSpace::release_inherited_claims() {
   for (const AddressRange& w : windows) {
     if (w.size != 0) (void)backend_->release_window(w.base, w.size);
   }
+  return {host_window_, uvm_window_, svm_window_};
 }
 
 const Region* AddressSpace::find_region(uint64_t va) const {

@@ -128,11 +128,20 @@ struct AddressRange {
   uint64_t size = 0;
 };
 
+// Where an address space's windows are (0: not claimed).
+struct WindowPlaces {
+  uint64_t host = 0, uvm = 0, svm = 0;
+};
+
 class AddressSpace {
  public:
   // Claims the windows (once per object; later calls are no-ops). The process keeps one
-  // AddressSpace for its lifetime, so the windows are never given back.
-  Status claim_windows(drv::Backend* backend);
+  // AddressSpace for its lifetime, so the windows are never given back. `inherited`: where a
+  // forked child's inherited runtime had them (released just before); they are claimed there
+  // first, so that an address of the parent's means the same window in the child even where the
+  // parent's windows could not be at the vendor's addresses (under a sanitizer the kernel places
+  // them, and a second placement need not land in the same spot).
+  Status claim_windows(drv::Backend* backend, const WindowPlaces& inherited = {});
   // ACLVMM_HOST_ACCESS=open: every aclrtMalloc block is also mapped for the CPU (VMM mappings:
   // the device backend's MMU decides, with the same option).
   void set_host_access_open(bool open) { cpu_open_ = open; }
@@ -153,8 +162,9 @@ class AddressSpace {
   // In a forked child, on the address space it inherited: gives back every window and no-UC
   // reservation it claimed, and with them every mapping inside, as the child's own address space
   // has them. No Region is touched or destroyed: their memory and charges are the parent's, and
-  // their tree may have been in the middle of a change at fork.
-  void release_inherited_claims();
+  // their tree may have been in the middle of a change at fork. Returns where the windows were,
+  // for the child's own claim_windows.
+  WindowPlaces release_inherited_claims();
 
   // Reservations (VMM). `expect` 0: anywhere in the device window.
   StatusOr<uint64_t> reserve(uint64_t size, uint64_t expect, bool no_uc, const char* api);

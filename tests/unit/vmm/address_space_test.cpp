@@ -3,6 +3,7 @@
 // touch (behavior.md sections 2-4, 8, 9; emulation.md sections 3-4).
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -120,6 +121,43 @@ TEST_F(AddressSpaceTest, ClaimWindowsTwiceIsANoOp) {
   Status st = as_->claim_windows(backend_.get());
   EXPECT_TRUE(st.ok()) << st.message();
   EXPECT_EQ(backend_->windows_claimed(), 3u);
+}
+
+// A forked child's runtime claims its windows where the parent's were (which, under a sanitizer,
+// are wherever the kernel put them), not wherever the kernel puts them this time.
+TEST_F(AddressSpaceTest, ClaimWindowsTakesTheInheritedPlacesFirst) {
+  // Free, GiB-aligned places of each window's size, none of them the vendor's address.
+  auto free_place = [](uint64_t size) {
+    void* p = mmap(nullptr, size + kGiB, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                   -1, 0);
+    EXPECT_NE(p, MAP_FAILED);
+    munmap(p, size + kGiB);
+    return (addr(p) + kGiB - 1) / kGiB * kGiB;
+  };
+  std::vector<std::pair<uint64_t, uint64_t>> mine = backend_->windows();
+  std::sort(mine.begin(), mine.end(), [](auto& a, auto& b) { return a.second < b.second; });
+  ASSERT_EQ(mine.size(), 3u);
+  WindowPlaces places;
+  places.host = free_place(mine[0].second);
+  void* hold = mmap(ptr(places.host), mine[0].second, PROT_NONE,
+                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
+  ASSERT_EQ(addr(hold), places.host);  // kept, so that the next place is another one
+  places.uvm = free_place(mine[1].second);
+  hold = mmap(ptr(places.uvm), mine[1].second, PROT_NONE,
+              MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
+  ASSERT_EQ(addr(hold), places.uvm);
+  places.svm = free_place(mine[2].second);
+  munmap(ptr(places.host), mine[0].second);
+  munmap(ptr(places.uvm), mine[1].second);
+
+  WindowReleasingBackend other;
+  AddressSpace child;
+  Status st = child.claim_windows(&other, places);
+  ASSERT_TRUE(st.ok()) << st.message();
+  EXPECT_EQ(other.window(mine[0].second), places.host);
+  EXPECT_EQ(other.window(mine[1].second), places.uvm);
+  EXPECT_EQ(other.window(mine[2].second), places.svm);
+  EXPECT_EQ(child.uvm_window(), places.uvm);
 }
 
 TEST_F(AddressSpaceTest, WindowSizesAndReservationsInTheGeneralPart) {
