@@ -3,6 +3,7 @@
 #include <cerrno>
 #include <new>
 
+#include "drivers/emu/device/hazard.h"
 #include "drivers/emu/device/physical_object.h"
 
 namespace aclvmm::dev::emu {
@@ -36,6 +37,7 @@ MmuEntry* EmuDeviceMmu::exact(uint64_t va, uint64_t size) const {
 
 void EmuDeviceMmu::forget(MmuEntry* entry) {
   table_.clear(entry->va, entry->size);
+  hazard::wait_unprotected(entry);  // a copy that found the entry has taken its own reference
   entry->memory->drop();
   delete entry;
 }

@@ -4,6 +4,8 @@
 #include <cstdlib>
 #include <new>
 
+#include "drivers/emu/device/hazard.h"
+
 namespace aclvmm::dev::emu {
 namespace {
 
@@ -66,6 +68,11 @@ std::atomic<MmuEntry*>* EmuPageTable::word(uint64_t va) const {
 MmuEntry* EmuPageTable::find(uint64_t va) const {
   std::atomic<MmuEntry*>* w = word(va);
   return w == nullptr ? nullptr : w->load(std::memory_order_acquire);
+}
+
+MmuEntry* EmuPageTable::protect(size_t k, uint64_t va) const {
+  std::atomic<MmuEntry*>* w = word(va);
+  return w == nullptr ? nullptr : hazard::protect(k, *w);
 }
 
 MmuEntry* EmuPageTable::first_from(uint64_t va) const {

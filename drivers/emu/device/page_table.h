@@ -12,9 +12,10 @@
 // before its words). Writes to disjoint ranges run concurrently (a leaf is installed with one
 // compare-and-swap; words are per range); the caller (DeviceMmu, serialized per range by the
 // core) never writes one range from two threads. An entry is freed only after its words are
-// cleared, by the thread that cleared them; readers that may race an unmap of their own range
-// (copies, step 3) must hold the physical object (EmuPhysical::retain) they found, which
-// step 3's reclamation adds.
+// cleared, by the thread that cleared them, and once no hazard slot names it (hazard.h): a
+// reader that may race an unmap of the range it reads (the copy engine) finds the entry with
+// protect(), takes its own reference on the physical object (EmuPhysical::retain) and releases
+// the slot; find() is for callers the core serializes with every unmap of the range.
 #pragma once
 
 #include <atomic>
@@ -59,6 +60,9 @@ class EmuPageTable {
 
   // The entry covering va, or nullptr.
   MmuEntry* find(uint64_t va) const;
+  // The same, announced in the calling thread's hazard slot k: it stays allocated until
+  // hazard::release(k), even if an unmap clears its words meanwhile.
+  MmuEntry* protect(size_t k, uint64_t va) const;
   // Makes the leaves [va, va+size) needs and checks that no word there is set: kOutOfMemory,
   // kInvalidArgument (outside the address space, or mapped). Nothing is published.
   Result prepare(uint64_t va, uint64_t size);

@@ -1,0 +1,158 @@
+// Hazard slots (drivers/emu/device/hazard.h): a reader's announced object is not reclaimed under
+// it, a cleared word is never announced, a thread's slots go back at its exit, and a forked child
+// never waits for the parent's threads.
+#include "drivers/emu/device/hazard.h"
+
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <thread>
+#include <vector>
+
+#include "drivers/emu/device/page_table.h"
+
+namespace aclvmm::dev::emu {
+namespace {
+
+struct Object {
+  std::atomic<uint64_t> magic{0x5afe};
+};
+
+void wait_for(const std::atomic<int>& flag, int value) {
+  while (flag.load() != value) std::this_thread::yield();
+}
+
+TEST(HazardConcurrency, AnAnnouncedObjectHoldsTheReclaimerUntilItsSlotIsReleased) {
+  Object object;
+  std::atomic<Object*> word{&object};
+  std::atomic<int> reader_state{0}, reclaimed{0};
+  std::thread reader([&] {
+    Object* seen = hazard::protect(0, word);
+    EXPECT_EQ(seen, &object);
+    reader_state = 1;
+    wait_for(reader_state, 2);
+    hazard::release(0);
+  });
+  wait_for(reader_state, 1);
+  word.store(nullptr, std::memory_order_seq_cst);  // unpublished: no new reader finds it
+  std::thread reclaimer([&] {
+    hazard::wait_unprotected(&object);
+    reclaimed = 1;
+  });
+  // The reclaimer cannot finish while the reader's slot names the object.
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_EQ(reclaimed.load(), 0);
+  reader_state = 2;
+  reclaimer.join();
+  reader.join();
+  EXPECT_EQ(reclaimed.load(), 1);
+}
+
+TEST(HazardTest, AClearedWordIsNeverAnnounced) {
+  std::atomic<Object*> word{nullptr};
+  EXPECT_EQ(hazard::protect(1, word), nullptr);
+  EXPECT_EQ(hazard::slot(1).load(), nullptr);
+  Object object;
+  word = &object;
+  EXPECT_EQ(hazard::protect(1, word), &object);
+  EXPECT_EQ(hazard::slot(1).load(), &object);
+  hazard::release(1);
+  EXPECT_EQ(hazard::slot(1).load(), nullptr);
+  hazard::wait_unprotected(&object);  // nobody names it: returns at once
+}
+
+TEST(HazardTest, AThreadsSlotsGoBackAtItsExit) {
+  Object object;
+  std::atomic<Object*> word{&object};
+  const size_t before = hazard::threads_with_slots();
+  std::thread t([&] { (void)hazard::protect(0, word); });  // exits still announcing it
+  t.join();
+  EXPECT_EQ(hazard::threads_with_slots(), before);
+  hazard::wait_unprotected(&object);  // its slot was cleared with it
+}
+
+// Readers protect whatever the word names and check it is whole; the writer replaces it, waits,
+// and poisons the old one before freeing it. A reader that read a reclaimed object would see the
+// poison (and ASan a use after free).
+TEST(HazardConcurrency, ReadersNeverSeeAReclaimedObject) {
+  std::atomic<Object*> word{new Object()};
+  std::atomic<bool> stop{false};
+  std::atomic<int> poisoned{0};
+  std::atomic<long> reads{0};
+  std::vector<std::thread> readers;
+  for (int r = 0; r < 3; ++r) {
+    readers.emplace_back([&] {
+      while (!stop.load(std::memory_order_relaxed)) {
+        if (Object* o = hazard::protect(0, word)) {
+          // Held a while, as a copy holds its entry while it takes its reference.
+          for (int k = 0; k < 64; ++k) {
+            if (o->magic.load(std::memory_order_relaxed) != 0x5afe) {
+              ++poisoned;
+              break;
+            }
+          }
+          hazard::release(0);
+          ++reads;
+        }
+      }
+    });
+  }
+  while (reads.load() == 0) std::this_thread::yield();  // the readers are under way
+  for (int i = 0; i < 20000 || reads.load() < 20000; ++i) {
+    Object* old = word.exchange(new Object(), std::memory_order_seq_cst);
+    hazard::wait_unprotected(old);
+    old->magic.store(0, std::memory_order_relaxed);
+    delete old;
+  }
+  stop = true;
+  for (std::thread& t : readers) t.join();
+  delete word.load();
+  EXPECT_EQ(poisoned.load(), 0);
+  EXPECT_GT(reads.load(), 0);
+}
+
+TEST(HazardTest, AForkedChildNeverWaitsForTheParentsThreads) {
+  Object object;
+  std::atomic<Object*> word{&object};
+  std::atomic<int> state{0};
+  std::thread holder([&] {
+    (void)hazard::protect(0, word);
+    state = 1;
+    wait_for(state, 2);
+    hazard::release(0);
+  });
+  wait_for(state, 1);
+  const pid_t child = fork();
+  if (child == 0) {
+    alarm(10);  // a hang ends the child with SIGALRM
+    hazard::wait_unprotected(&object);
+    _exit(0);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  state = 2;
+  holder.join();
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "child status " << status;
+}
+
+TEST(HazardTest, PageTableProtectNamesTheMappingUntilItIsCleared) {
+  EmuPageTable table;
+  MmuEntry e;
+  e.va = 0x100000000000ull;
+  e.size = 4 * kMiB;
+  ASSERT_TRUE(table.prepare(e.va, e.size).ok());
+  table.publish(&e);
+  EXPECT_EQ(table.protect(0, e.va + 3 * kMiB), &e);
+  EXPECT_EQ(hazard::slot(0).load(), &e);
+  hazard::release(0);
+  table.clear(e.va, e.size);
+  EXPECT_EQ(table.protect(0, e.va), nullptr);
+  EXPECT_EQ(table.protect(0, EmuPageTable::kLimit), nullptr);  // outside: no word at all
+}
+
+}  // namespace
+}  // namespace aclvmm::dev::emu
