@@ -40,6 +40,10 @@ class FakeHarness final : public Harness {
   dev::Result cpu_access(uint64_t va, void* buffer, size_t n, bool write) override {
     return fake_->cpu_access(va, buffer, n, write);
   }
+  // The fake has no Sharing unit yet (its world of processes comes with it).
+  std::unique_ptr<PeerProcess> start_peer(const BackendSetup&, dev::DeviceBackend&) override {
+    return nullptr;
+  }
 
  private:
   dev::fake::FakeConfig config_;
