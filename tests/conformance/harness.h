@@ -30,7 +30,7 @@ struct BackendSetup {
 };
 
 // A second process for the sharing cases (C29-C36): emu forks a child that opens a backend of
-// its own and obeys these calls over a pipe; fake will add a second backend of its world. Each
+// its own and obeys these calls over a pipe; fake opens a second backend in its world. Each
 // call returns what the peer's backend answered.
 class PeerProcess {
  public:
@@ -84,6 +84,9 @@ class Harness {
   // hooks, as the core calls them).
   virtual std::unique_ptr<PeerProcess> start_peer(const BackendSetup& setup,
                                                   dev::DeviceBackend& current) = 0;
+  // The pid the next start_peer() will have, or 0 when it cannot be known in advance (emu: the
+  // kernel picks it). C30 lists it before the process starts.
+  virtual int32_t next_peer_pid() { return 0; }
 };
 
 struct HarnessFactory {

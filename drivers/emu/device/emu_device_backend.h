@@ -23,7 +23,7 @@
 #include "drivers/emu/device/devices.h"
 #include "drivers/emu/device/legacy_bridge.h"
 #include "drivers/emu/device/physical_allocator.h"
-#include "drivers/emu/share_transport.h"
+#include "drivers/emu/sharing/transport.h"
 #include "drivers/emu/sharing/emu_sharing.h"
 #include "drivers/host/posix_host_services.h"
 #include "drivers/unsupported_units.h"

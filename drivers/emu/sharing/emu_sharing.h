@@ -52,7 +52,7 @@ class EmuSharing final : public Sharing {
  public:
   // user_ids: ASCEND_RT_VISIBLE_DEVICES as the core resolved it (user id i is device
   // user_ids[i]; empty: the identity). Tokens carry the exporter's user id (behavior.md §7).
-  EmuSharing(BackendListener& listener, drv::ShareTransport& transport, int32_t device_count,
+  EmuSharing(BackendListener& listener, drv::emu::ShareTransport& transport, int32_t device_count,
              std::vector<int32_t> user_ids);
   ~EmuSharing() override;
   EmuSharing(const EmuSharing&) = delete;
@@ -93,7 +93,7 @@ class EmuSharing final : public Sharing {
   // A connection the listener accepted and has not answered yet.
   struct PendingPeer {
     int fd = -1;
-    drv::PeerInfo peer;
+    drv::emu::PeerInfo peer;
     std::chrono::steady_clock::time_point deadline;
     bool admissible = true;  // some live export could admit this peer
     bool waiting = false;    // its request had not arrived at accept: it holds a place under the caps
@@ -118,7 +118,7 @@ class EmuSharing final : public Sharing {
   // One request/reply with the exporter of `token`; the reply length or -errno (-ESRCH: the
   // process listening on the token's endpoint is not the one the token names).
   int exchange(uint64_t token, uint32_t kind, int device, share::wire::Reply* rep, int* mem_fd);
-  bool served_by_exporter(int fd, const drv::PeerInfo& server, uint32_t share_id);
+  bool served_by_exporter(int fd, const drv::emu::PeerInfo& server, uint32_t share_id);
   Result fetch_remote(uint64_t token, DeviceIndex device, ImportedMemory* out);
   // The own export behind `token`, imported onto another device; false when it is not ours.
   bool import_local(uint64_t token, DeviceIndex device, ImportedMemory* out, Result* result);
@@ -126,9 +126,9 @@ class EmuSharing final : public Sharing {
   // ---- the listener (listener.cpp)
   void serve();
   // Reads the request waiting on `conn` and answers it; false when none has arrived yet.
-  bool serve_request(int conn, const drv::PeerInfo& peer);
-  void answer(int conn, const drv::PeerInfo& peer, const share::wire::Request& req);
-  bool could_admit_locked(const drv::PeerInfo& peer) const;
+  bool serve_request(int conn, const drv::emu::PeerInfo& peer);
+  void answer(int conn, const drv::emu::PeerInfo& peer, const share::wire::Request& req);
+  bool could_admit_locked(const drv::emu::PeerInfo& peer) const;
   void hold_locked(PendingPeer p);
   void close_pending_locked(int fd);
   bool accept_from(int listen_fd);

@@ -8,25 +8,26 @@
 
 #include "drivers/backend_listener.h"
 #include "drivers/driver.h"
+#include "drivers/emu/sharing/transport.h"
 #include "drivers/injection_steps.h"
 
 namespace aclvmm::dev::emu::share {
 
 class GatedTransport {
  public:
-  GatedTransport(drv::ShareTransport& inner, BackendListener& listener)
+  GatedTransport(drv::emu::ShareTransport& inner, BackendListener& listener)
       : inner_(inner), gate_(listener) {}
 
   int listen(uint32_t share_id, int* fd) {
     if (int e = injected(steps::kEmuShareListen)) return e;
     return inner_.listen(share_id, fd);
   }
-  int connect(uint32_t share_id, int timeout_ms, int* fd, drv::PeerInfo* server) {
+  int connect(uint32_t share_id, int timeout_ms, int* fd, drv::emu::PeerInfo* server) {
     if (int e = injected(steps::kEmuShareConnect)) return e;
     return inner_.connect(share_id, timeout_ms, fd, server);
   }
   int peer_pid_in_own_namespace(int fd) { return inner_.peer_pid_in_own_namespace(fd); }
-  int accept(int listen_fd, int* conn, drv::PeerInfo* peer) {
+  int accept(int listen_fd, int* conn, drv::emu::PeerInfo* peer) {
     if (int e = injected(steps::kEmuShareAccept)) return e;
     return inner_.accept(listen_fd, conn, peer);
   }
@@ -58,7 +59,7 @@ class GatedTransport {
   // The rule's code as the transport reports failures: a negative errno.
   int injected(const char* step) const { return gate_.check(step).raw(); }
 
-  drv::ShareTransport& inner_;
+  drv::emu::ShareTransport& inner_;
   InjectionGate gate_;
 };
 

@@ -45,7 +45,7 @@ Result adopt_object(const PhysicalProperties& exporter, std::shared_ptr<drv::Phy
 
 }  // namespace
 
-bool EmuSharing::served_by_exporter(int fd, const drv::PeerInfo& server, uint32_t share_id) {
+bool EmuSharing::served_by_exporter(int fd, const drv::emu::PeerInfo& server, uint32_t share_id) {
   if (server.pid <= 0) return false;  // invisible from here: not a process this token can name
   if (share::share_id_names(share_id, server.pid)) return true;
   // An importer in an ancestor pid namespace sees the exporter under another pid; the token has
@@ -57,7 +57,7 @@ int EmuSharing::exchange(uint64_t token, uint32_t kind, int device, Reply* rep, 
   if (mem_fd) *mem_fd = -1;
   const uint32_t share_id = TokenFields::unpack(token).share_id;
   int fd = -1;
-  drv::PeerInfo server;
+  drv::emu::PeerInfo server;
   int rc = transport_.connect(share_id, kImportTimeoutMs, &fd, &server);
   if (rc != 0) return rc;
   if (!served_by_exporter(fd, server, share_id)) {
