@@ -55,6 +55,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "drivers/address_windows.h"
 #include "drivers/backend_listener.h"
@@ -82,6 +83,9 @@ struct EmulationOptions {
   bool host_access_open = false;    // ACLVMM_HOST_ACCESS=open: every mapping CPU-visible
   bool host_numa = true;            // ACLVMM_HOST_NUMA=off: a host without NUMA
   int32_t server_id = 0;            // ACLVMM_SERVER_ID (FABRIC)
+  // ASCEND_RT_VISIBLE_DEVICES as the core resolved it: user id i is device visible_devices[i]
+  // (empty: the identity). emu's share tokens carry the exporter's user id (behavior.md §7).
+  std::vector<int32_t> visible_devices;
 };
 
 // Settings of the hal backend (hal.md §1.5).

@@ -90,59 +90,11 @@ struct PhysicalRequest {
   bool huge_1g = false;     // informational: the backend may choose its page size
 };
 
-// Who is on the other end of a connection, as the kernel reports it (never what the peer says).
-struct PeerInfo {
-  int pid = 0;               // in this process's pid namespace; 0 when it is not visible here
-  unsigned uid = 0;
-  uint64_t start_time = 0;   // process start, in the units of Backend::share_clock() (accept only)
-};
-
-// How processes find each other to share memory: no daemon; every exported token is a listening
-// endpoint of the exporting process, named by its 32-bit share id, so the kernel guarantees
-// uniqueness among live tokens and the endpoint vanishes with the process. Connections carry small
-// fixed-size messages and at most one file descriptor each. A name proves nothing: anyone may
-// bind a free one, so both sides identify each other by what the kernel reports.
-class ShareTransport {
- public:
-  virtual ~ShareTransport() = default;
-  // -EADDRINUSE when another live endpoint has this id.
-  virtual int listen(uint32_t share_id, int* fd) = 0;
-  // -ECONNREFUSED / -ENOENT when nobody serves the id; waits at most timeout_ms. *server is the
-  // process that listens there (its credentials when it called listen; no start_time).
-  virtual int connect(uint32_t share_id, int timeout_ms, int* fd, PeerInfo* server) = 0;
-  // The pid of the process on the other end of `fd` as its own pid namespace numbers it (what
-  // getpid() returns there), or 0 when the kernel cannot tell (no SO_PEERPIDFD, process gone).
-  virtual int peer_pid_in_own_namespace(int fd) = 0;
-  // -EAGAIN when no connection waits; -EMFILE / -ENFILE / -ENOBUFS / -ENOMEM when there is no
-  // room for one now (it stays queued).
-  virtual int accept(int listen_fd, int* conn, PeerInfo* peer) = 0;
-  // Sends one message, with `pass_fd` attached unless it is -1.
-  virtual int send(int fd, const void* msg, size_t n, int pass_fd) = 0;
-  // Receives one message of at most n bytes within timeout_ms (-ETIMEDOUT); *got_fd is the
-  // attached descriptor or -1. Returns the message length or -errno; 0 when the peer closed.
-  virtual int recv(int fd, void* msg, size_t n, int* got_fd, int timeout_ms) = 0;
-  // Waits until one of `fds` is readable or timeout_ms passes (negative: no limit); sets ready[i]
-  // per fd.
-  virtual int poll(const int* fds, bool* ready, size_t count, int timeout_ms) = 0;
-  virtual void close(int fd) = 0;
-  // A wake object for a thread sleeping in poll(): readable from wake() until drain_wake().
-  virtual int open_wake(int* fd) = 0;
-  virtual void wake(int fd) = 0;
-  virtual void drain_wake(int fd) = 0;
-  // Start time of process `pid` (same units as PeerInfo::start_time), or 0 if it is gone.
-  virtual uint64_t process_start_time(int pid) = 0;
-  // The current time in those units: a whitelist entry stamped now predates every process that
-  // starts later.
-  virtual uint64_t share_clock() = 0;
-  // A random 32-bit value (where the serials of share ids start).
-  virtual uint32_t random_u32() = 0;
-};
-
 // The process that owns a statistics segment, as the kernel reports it.
 struct StatsOwner {
   int pid = 0;
   unsigned uid = 0;
-  uint64_t start_time = 0;   // /proc/<pid>/stat starttime (ShareTransport::process_start_time)
+  uint64_t start_time = 0;   // /proc/<pid>/stat starttime
   std::string name;          // comm, at most 15 bytes
   uint64_t pid_namespace = 0;  // inode of /proc/self/ns/pid: pids mean something only within it
 };
@@ -204,8 +156,6 @@ class Backend {
   virtual int host_copy(void* dst, const void* src, size_t n) = 0;
   virtual int host_fill(void* dst, uint8_t value, size_t n) = 0;
 
-  // The inter-process transport for sharing memory.
-  virtual ShareTransport& share_transport() = 0;
   // CPU fault tracking for managed memory.
   virtual FaultTracker& fault_tracker() = 0;
 

@@ -7,7 +7,6 @@
 
 #include "drivers/driver.h"
 #include "drivers/emu/fault_tracker.h"
-#include "drivers/emu/share_transport.h"
 
 namespace aclvmm::drv::emu {
 
@@ -30,7 +29,6 @@ class EmuBackend final : public Backend {
   int host_copy(void* dst, const void* src, size_t n) override;
   int host_fill(void* dst, uint8_t value, size_t n) override;
 
-  ShareTransport& share_transport() override { return share_transport_; }
   FaultTracker& fault_tracker() override { return fault_tracker_; }
 
   int create_stats_segment(const std::string& dir, const std::string& prefix, size_t size,
@@ -44,7 +42,6 @@ class EmuBackend final : public Backend {
   void* allocate_table(uint64_t bytes) override;
 
  private:
-  UnixShareTransport share_transport_;
   UffdFaultTracker fault_tracker_;
 };
 

@@ -17,6 +17,9 @@ Capabilities capabilities_of(const FakeConfig& config) {
   c.map_without_access = true;
   c.access_none_and_read = true;
   c.host_numa = config.numa_nodes > 0;
+  c.sharing = true;
+  c.fabric_sharing = true;
+  c.disable_validation = true;
   return c;
 }
 
@@ -28,9 +31,15 @@ FakeBackend::FakeBackend(const FakeConfig& config, BackendListener& listener)
       devices_(machine_),
       physical_(machine_),
       host_(machine_),
+      sharing_(machine_, physical_, config.world),
       mmu_(machine_, physical_) {}
 
 std::string FakeBackend::describe(Result result) const { return "fake: " + result_text(result); }
+
+void FakeBackend::visit_statistics(StatisticsVisitor& visitor) const {
+  visit_unsupported_managed_statistics(visitor);
+  visitor.counter("ipc", "imports_denied", sharing_.imports_denied());
+}
 
 Result open_fake_backend(const FakeConfig& config, BackendListener* listener,
                          std::unique_ptr<DeviceBackend>* out, FakeBackend** bare) {

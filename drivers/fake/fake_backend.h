@@ -4,7 +4,8 @@
 //
 // Migration steps 1–2 give it the units emu has: devices (fake_devices.h), physical memory in
 // byte stores (fake_physical.h), host services (fake_host.h), the device MMU (fake_mmu.h, step
-// 2); the other units answer kNotSupported
+// 2), sharing between the "processes" of a FakeWorld (fake_sharing.h, step 5); the other units
+// answer kNotSupported
 // (unsupported_units.h) until their steps. Everything a contract asks the core to guarantee is
 // checked and counted (violations(), fake_machine.h). No threads, no system call but malloc.
 //
@@ -25,6 +26,7 @@
 #include "drivers/fake/fake_machine.h"
 #include "drivers/fake/fake_mmu.h"
 #include "drivers/fake/fake_physical.h"
+#include "drivers/fake/fake_sharing.h"
 #include "drivers/unsupported_units.h"
 
 namespace aclvmm::dev::fake {
@@ -39,9 +41,11 @@ class FakeBackend final : public PartialBackend {
   DeviceManager& devices() override { return devices_; }
   PhysicalAllocator& physical() override { return physical_; }
   DeviceMmu& mmu() override { return mmu_; }
+  Sharing& sharing() override { return sharing_; }
   HostServices& host() override { return host_; }
 
   std::string describe(Result result) const override;
+  void visit_statistics(StatisticsVisitor& visitor) const override;
   // No fork: the fake is one object in one process (the fork hooks do nothing; conformance's
   // fork cases skip it).
 
@@ -69,6 +73,7 @@ class FakeBackend final : public PartialBackend {
   FakeDevices devices_;
   FakePhysical physical_;
   FakeHost host_;
+  FakeSharing sharing_;  // after physical_: ends exports as objects are released
   FakeMmu mmu_;  // after physical_: its destructor lets go of what is still mapped
 };
 

@@ -16,6 +16,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -25,6 +26,8 @@
 #include "drivers/device_types.h"
 
 namespace aclvmm::dev::fake {
+
+class FakeWorld;
 
 struct FakeConfig {
   std::string soc = "Ascend910B1";
@@ -40,6 +43,8 @@ struct FakeConfig {
   uint32_t uid = 1000;
   uint64_t start_time = 1;               // its logical start time
   std::vector<std::string> segment_dirs = {"/fake/smi"};  // where segments can be created
+  // The "processes" sharing memory with this one (fake_world.h); null: a world of its own.
+  std::shared_ptr<FakeWorld> world;
 };
 
 class FakeMachine {

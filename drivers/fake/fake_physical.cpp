@@ -58,7 +58,7 @@ Result FakePhysical::create(const PhysicalSpec& spec, PhysicalId* out) {
   props.mem_type = spec.mem_type;
   props.size = spec.size;
   try {
-    objects_.emplace(next_id_, std::make_unique<Object>(props));
+    objects_.emplace(next_id_, std::make_unique<Object>(props, std::make_shared<ByteStore>(props.size), true));
   } catch (const std::bad_alloc&) {
     machine_.uncharge(spec.location, spec.size);
     return Result::from_errno(ENOMEM);
@@ -71,6 +71,7 @@ Result FakePhysical::release(PhysicalId memory) {
   std::lock_guard<std::mutex> lock(machine_.mutex());
   Object* object = find(memory, "release: not a live physical id");
   if (object == nullptr) return Result::from_errno(EINVAL);
+  if (ends_export_ != nullptr) ends_export_(ends_export_context_, memory);
   object->released = true;
   if (object->mappings == 0) let_go_locked(memory);
   return Result::success();
@@ -89,13 +90,29 @@ void FakePhysical::let_go_locked(PhysicalId memory) {
   Object& object = *it->second;
   if (object.mappings > 0 && --object.mappings > 0) return;
   if (!object.released) return;
-  machine_.uncharge(object.properties.location, object.properties.size);
+  if (object.charged) machine_.uncharge(object.properties.location, object.properties.size);
   objects_.erase(it);
 }
 
 ByteStore* FakePhysical::bytes_locked(PhysicalId memory) {
   auto it = objects_.find(memory.value);
-  return it == objects_.end() ? nullptr : &it->second->bytes;
+  return it == objects_.end() ? nullptr : it->second->bytes.get();
+}
+
+std::shared_ptr<ByteStore> FakePhysical::shared_bytes_locked(PhysicalId memory) {
+  const Object* object = find(memory, "share: not a live physical id");
+  return object == nullptr ? nullptr : object->bytes;
+}
+
+Result FakePhysical::adopt_locked(const PhysicalProperties& properties,
+                                  std::shared_ptr<ByteStore> bytes, PhysicalId* out) {
+  try {
+    objects_.emplace(next_id_, std::make_unique<Object>(properties, std::move(bytes), false));
+  } catch (const std::bad_alloc&) {
+    return Result::from_errno(ENOMEM);
+  }
+  *out = PhysicalId{next_id_++};
+  return Result::success();
 }
 
 Result FakePhysical::properties(PhysicalId memory, PhysicalProperties* out) const {
@@ -142,14 +159,14 @@ Result FakePhysical::read(PhysicalId memory, uint64_t offset, void* dst, size_t 
   std::lock_guard<std::mutex> lock(machine_.mutex());
   const Object* object = find(memory, "read: not a live physical id");
   if (object == nullptr) return Result::from_errno(EINVAL);
-  return object->bytes.read(offset, dst, n);
+  return object->bytes->read(offset, dst, n);
 }
 
 Result FakePhysical::write(PhysicalId memory, uint64_t offset, const void* src, size_t n) {
   std::lock_guard<std::mutex> lock(machine_.mutex());
   Object* object = find(memory, "write: not a live physical id");
   if (object == nullptr) return Result::from_errno(EINVAL);
-  return object->bytes.write(offset, src, n);
+  return object->bytes->write(offset, src, n);
 }
 
 size_t FakePhysical::live_objects() const {

@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <utility>
 
 #include "drivers/fake/byte_store.h"
 #include "drivers/fake/fake_machine.h"
@@ -51,12 +52,26 @@ class FakePhysical final : public PhysicalAllocator {
   // The bytes of an object a mapping holds (its id may be released), under the machine's lock.
   ByteStore* bytes_locked(PhysicalId memory);
 
+  // For the fake's sharing, under the machine's lock: the bytes of a live object, shared with
+  // the processes that import it; adopt_locked() makes an uncharged object over bytes another
+  // "process" exported (the exporter's charge covers them).
+  std::shared_ptr<ByteStore> shared_bytes_locked(PhysicalId memory);
+  Result adopt_locked(const PhysicalProperties& properties, std::shared_ptr<ByteStore> bytes,
+                      PhysicalId* out);
+  // Called by release() under the machine's lock before the id dies: its export ends.
+  void on_release(void (*ends_export)(void* context, PhysicalId memory), void* context) {
+    ends_export_ = ends_export;
+    ends_export_context_ = context;
+  }
+
  private:
   struct Object {
-    explicit Object(const PhysicalProperties& p) : properties(p), bytes(p.size) {}
+    Object(const PhysicalProperties& p, std::shared_ptr<ByteStore> b, bool c)
+        : properties(p), bytes(std::move(b)), charged(c) {}
     PhysicalProperties properties;
     uint32_t route = 0;
-    ByteStore bytes;
+    std::shared_ptr<ByteStore> bytes;  // shared with the importers in other "processes"
+    bool charged = true;               // false for an import: the exporter's charge covers it
     uint32_t mappings = 0;  // holds of the fake MMU
     bool released = false;  // the id is dead; the bytes live on while mapped
   };
@@ -67,6 +82,8 @@ class FakePhysical final : public PhysicalAllocator {
   FakeMachine& machine_;
   std::map<uint64_t, std::unique_ptr<Object>> objects_;
   uint64_t next_id_ = kFirstId;
+  void (*ends_export_)(void* context, PhysicalId memory) = nullptr;
+  void* ends_export_context_ = nullptr;
 };
 
 }  // namespace aclvmm::dev::fake

@@ -1,9 +1,9 @@
 // Sharing physical memory between processes: V1 and V2 shareable handles and the pid whitelist
-// (behavior.md section 7). The work is in vmm/share_service.cpp; this file does the ACL and
-// runtime argument checks and converts between the V1 and V2 token forms.
+// (behavior.md section 7). The work is in vmm/share.cpp and the device backend's Sharing unit
+// (which packs the tokens); this file does the ACL and runtime argument checks and picks the V1
+// or V2 form.
 #include "api/api_common.h"
 #include "runtime/runtime.h"
-#include "vmm/share_token.h"
 
 using namespace aclvmm;
 
@@ -32,9 +32,9 @@ bool fabric(const aclrtMemSharedHandleType& t) {
   return api::raw(t) == ACL_MEM_SHARE_HANDLE_TYPE_FABRIC;
 }
 
-// Exports `handle`; on success *token is the V1 token and *physical the exporter's device.
+// Exports `handle`: the V1 token in *token, or, with `fabric`, the V2 FABRIC blob written there.
 aclError export_handle(const char* api, aclrtDrvMemHandle handle, uint64_t flags, uint64_t* token,
-                       int* physical) {
+                       uint8_t* fabric = nullptr) {
   if (flags > kDisablePidValidation) {
     return api::fail(api, ACL_ERROR_RT_PARAM_INVALID, "flags must be 0 or DISABLE_PID_VALIDATION (1)");
   }
@@ -44,11 +44,24 @@ aclError export_handle(const char* api, aclrtDrvMemHandle handle, uint64_t flags
     return api::fail(api, ACL_ERROR_RT_PARAM_INVALID,
                      "the handle is not a live physical memory handle (freed, forged or foreign)");
   }
-  *physical = phys->on_device() ? phys->device : 0;
-  // The token carries the exporter's logical device id (the host id, 0, for host memory).
-  const uint32_t token_device = phys->on_device() ? static_cast<uint32_t>(rt.user_device(phys->device)) : 0;
-  auto t = rt.sharing().export_handle(api::token(handle), phys, token_device, *physical,
-                                      (flags & kDisablePidValidation) != 0);
+  const bool open_to_all = (flags & kDisablePidValidation) != 0;
+  if (fabric != nullptr) {
+    return api::finish(api, rt.sharing().export_fabric(api::token(handle), phys, open_to_all, fabric));
+  }
+  auto t = rt.sharing().export_handle(api::token(handle), phys, open_to_all);
+  if (!t.ok()) return api::finish(api, t.status());
+  *token = *t;
+  return ACL_SUCCESS;
+}
+
+// The V1 token a V2 handle stands for: a FABRIC blob's, or the 8 bytes of a DEFAULT one.
+aclError v1_token(const char* api, const aclrtMemSharedHandleType& share_type,
+                  const void* shareable, uint64_t* token) {
+  if (!fabric(share_type)) {
+    std::memcpy(token, shareable, sizeof *token);
+    return ACL_SUCCESS;
+  }
+  auto t = Runtime::get().sharing().token_of_fabric(static_cast<const uint8_t*>(shareable));
   if (!t.ok()) return api::finish(api, t.status());
   *token = *t;
   return ACL_SUCCESS;
@@ -60,8 +73,7 @@ aclError set_pids(const char* api, uint64_t token, int32_t* pid, size_t pidNum) 
     return api::fail(api, ACL_ERROR_RT_PARAM_INVALID, "at most 65535 pids per call");
   }
   Runtime& rt = Runtime::get();
-  return api::finish(api, rt.sharing().set_pids(token, pid, static_cast<uint32_t>(pidNum),
-                                                rt.config().device_count));
+  return api::finish(api, rt.sharing().set_pids(token, pid, static_cast<uint32_t>(pidNum)));
 }
 
 aclError import(const char* api, uint64_t token, int physical_device, aclrtDrvMemHandle* handle) {
@@ -82,8 +94,7 @@ aclError aclrtMemExportToShareableHandle(aclrtDrvMemHandle handle, aclrtMemHandl
   if (api::raw(handleType) != ACL_MEM_HANDLE_TYPE_NONE) return api::invalid(api, "handleType must be NONE");
   ACLVMM_REQUIRE_NOT_NULL(api, shareableHandle);
   uint64_t token = 0;
-  int physical = 0;
-  if (aclError e = export_handle(api, handle, flags, &token, &physical)) return e;
+  if (aclError e = export_handle(api, handle, flags, &token)) return e;
   *shareableHandle = token;
   return ACL_SUCCESS;
   ACLVMM_API_EXIT();
@@ -96,14 +107,11 @@ aclError aclrtMemExportToShareableHandleV2(aclrtDrvMemHandle handle, uint64_t fl
   ACLVMM_REQUIRE_NOT_NULL(api, shareableHandle);
   if (aclError e = check_share_type(api, shareType)) return e;
   uint64_t token = 0;
-  int physical = 0;
-  if (aclError e = export_handle(api, handle, flags, &token, &physical)) return e;
   if (fabric(shareType)) {
-    write_fabric(static_cast<uint8_t*>(shareableHandle), ShareToken::unpack(token),
-                 static_cast<uint32_t>(physical));
-  } else {
-    std::memcpy(shareableHandle, &token, sizeof token);
+    return export_handle(api, handle, flags, &token, static_cast<uint8_t*>(shareableHandle));
   }
+  if (aclError e = export_handle(api, handle, flags, &token)) return e;
+  std::memcpy(shareableHandle, &token, sizeof token);
   return ACL_SUCCESS;
   ACLVMM_API_EXIT();
 }
@@ -124,15 +132,7 @@ aclError aclrtMemSetPidToShareableHandleV2(void* shareableHandle, aclrtMemShared
   if (pidNum == 0) return api::invalid(api, "pidNum must be greater than 0");
   if (aclError e = check_share_type(api, shareType)) return e;
   uint64_t token = 0;
-  if (fabric(shareType)) {
-    ShareToken t;
-    if (!read_fabric(static_cast<const uint8_t*>(shareableHandle), &t)) {
-      return api::fail(api, ACL_ERROR_RT_INVALID_HANDLE, "the fabric handle is not one aclvmm produced");
-    }
-    token = t.pack();
-  } else {
-    std::memcpy(&token, shareableHandle, sizeof token);
-  }
+  if (aclError e = v1_token(api, shareType, shareableHandle, &token)) return e;
   return set_pids(api, token, pid, pidNum);
   ACLVMM_API_EXIT();
 }
@@ -161,15 +161,7 @@ aclError aclrtMemImportFromShareableHandleV2(void* shareableHandle, aclrtMemShar
   auto dev = Runtime::get().current_device();
   if (!dev.ok()) return api::finish(api, dev.status());
   uint64_t token = 0;
-  if (fabric(shareType)) {
-    ShareToken t;
-    if (!read_fabric(static_cast<const uint8_t*>(shareableHandle), &t)) {
-      return api::fail(api, ACL_ERROR_RT_INVALID_HANDLE, "the fabric handle is not one aclvmm produced");
-    }
-    token = t.pack();
-  } else {
-    std::memcpy(&token, shareableHandle, sizeof token);
-  }
+  if (aclError e = v1_token(api, shareType, shareableHandle, &token)) return e;
   return import(api, token, *dev, handle);
   ACLVMM_API_EXIT();
 }

@@ -74,10 +74,11 @@ enum class LockRank : uint8_t {
   // sharing service, managed memory, the address space, the tables, the pools, the log). Never
   // held while a stream's worker is joined (a task may be waiting for it).
   kRuntimeLifetime = 1,
-  // ShareService::mu_ (src/vmm/share_service.h): exports, imports, whitelists and the listener's
-  // state. Taken under the runtime's teardown (shutdown); takes the physical-handle table (an
-  // import enters its handle) and the transport's steps (failure injection, the log). The first
-  // lock the fork prepare handlers take (ShareService registered its handler last).
+  // ShareService::mu_ (src/vmm/share.h): the export and import records. Taken under the
+  // runtime's teardown (shutdown); takes the physical-handle table (an import enters its
+  // handle); never held across a call of the backend's Sharing unit. The first lock the fork
+  // prepare handlers take (ShareService registered its handler last); the backend's own
+  // sharing lock follows in DeviceBackend::prepare_fork.
   kShareService,
   // ManagedMemory::life_mu_ (src/vmm/managed.h): starting and stopping fault tracking, held across
   // the fault thread's join, which the ranges' lock cannot be (the thread takes it). Taken under

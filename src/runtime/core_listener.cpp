@@ -58,6 +58,7 @@ StatusOr<std::shared_ptr<dev::DeviceBackend>> open_device(const Config& config) 
       config.device_memory != 0 ? config.device_memory : config.product.memory_bytes;
   options.emulation.host_access_open = config.host_access_open;
   options.emulation.host_numa = config.host_numa;
+  options.emulation.visible_devices.assign(config.visible.begin(), config.visible.end());
   std::unique_ptr<dev::DeviceBackend> opened;
   const dev::Result r = dev::open_device_backend(config.driver, options, &core_listener(), &opened);
   if (!r.ok()) {

@@ -42,51 +42,6 @@ class InjectingMemory final : public drv::PhysicalMemory {
   std::shared_ptr<drv::PhysicalMemory> inner_;
 };
 
-class InjectingTransport final : public drv::ShareTransport {
- public:
-  explicit InjectingTransport(drv::ShareTransport& inner) : inner_(inner) {}
-  int listen(uint32_t share_id, int* fd) override {
-    if (int e = injected("drv.share_listen")) return e;
-    return inner_.listen(share_id, fd);
-  }
-  int connect(uint32_t share_id, int timeout_ms, int* fd, drv::PeerInfo* server) override {
-    if (int e = injected("drv.share_connect")) return e;
-    return inner_.connect(share_id, timeout_ms, fd, server);
-  }
-  int peer_pid_in_own_namespace(int fd) override { return inner_.peer_pid_in_own_namespace(fd); }
-  int accept(int listen_fd, int* conn, drv::PeerInfo* peer) override {
-    if (int e = injected("drv.share_accept")) return e;
-    return inner_.accept(listen_fd, conn, peer);
-  }
-  int send(int fd, const void* msg, size_t n, int pass_fd) override {
-    if (int e = injected("drv.share_send")) return e;
-    return inner_.send(fd, msg, n, pass_fd);
-  }
-  int recv(int fd, void* msg, size_t n, int* got_fd, int timeout_ms) override {
-    if (int e = injected("drv.share_recv")) {
-      if (got_fd) *got_fd = -1;
-      return e;
-    }
-    return inner_.recv(fd, msg, n, got_fd, timeout_ms);
-  }
-  int poll(const int* fds, bool* ready, size_t count, int timeout_ms) override {
-    if (int e = injected("drv.share_poll")) return e;
-    return inner_.poll(fds, ready, count, timeout_ms);
-  }
-  void close(int fd) override { inner_.close(fd); }
-  // Not steps: the listener's wake object is made with the listener thread, whose own failure
-  // (a thread that cannot be created) already exercises that rollback.
-  int open_wake(int* fd) override { return inner_.open_wake(fd); }
-  void wake(int fd) override { inner_.wake(fd); }
-  void drain_wake(int fd) override { inner_.drain_wake(fd); }
-  uint64_t process_start_time(int pid) override { return inner_.process_start_time(pid); }
-  uint64_t share_clock() override { return inner_.share_clock(); }
-  uint32_t random_u32() override { return inner_.random_u32(); }
-
- private:
-  drv::ShareTransport& inner_;
-};
-
 class InjectingFaultTracker final : public drv::FaultTracker {
  public:
   explicit InjectingFaultTracker(drv::FaultTracker& inner) : inner_(inner) {}
@@ -139,7 +94,6 @@ class InjectingBackend final : public drv::Backend {
  public:
   explicit InjectingBackend(std::unique_ptr<drv::Backend> inner)
       : inner_(std::move(inner)),
-        transport_(inner_->share_transport()),
         tracker_(inner_->fault_tracker()) {}
 
   const char* name() const override { return inner_->name(); }
@@ -204,7 +158,6 @@ class InjectingBackend final : public drv::Backend {
     return inner_->host_fill(dst, value, n);
   }
 
-  drv::ShareTransport& share_transport() override { return transport_; }
   drv::FaultTracker& fault_tracker() override { return tracker_; }
 
   int create_stats_segment(const std::string& dir, const std::string& prefix, size_t size,
@@ -231,7 +184,6 @@ class InjectingBackend final : public drv::Backend {
   }
 
   std::unique_ptr<drv::Backend> inner_;
-  InjectingTransport transport_;
   InjectingFaultTracker tracker_;
 };
 

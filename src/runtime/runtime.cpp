@@ -149,7 +149,7 @@ Status Runtime::start_locked() {
       backend_.reset();  // the next start tries again from scratch
       return claimed;
     }
-    sharing_.attach(&backend_->share_transport(), backend_.get(), &physical_, this);
+    sharing_.attach(backend_.get(), &physical_, this);
     managed_.attach(backend_.get(), space_.uvm_window(), space_.uvm_window_size());
     if (!g_exit_registered.exchange(true)) std::atexit(at_exit);
   }

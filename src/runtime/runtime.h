@@ -34,7 +34,7 @@
 #include "vmm/memory_ops.h"
 #include "vmm/physical.h"
 #include "vmm/runtime_services.h"
-#include "vmm/share_service.h"
+#include "vmm/share.h"
 #include "vmm/vmm.h"
 
 namespace aclvmm {

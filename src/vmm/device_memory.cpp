@@ -87,4 +87,10 @@ Status DeviceMemory::adopt(const std::shared_ptr<dev::DeviceBackend>& backend,
   return Status::Ok();
 }
 
+void DeviceMemory::take(const std::shared_ptr<dev::DeviceBackend>& backend, dev::PhysicalId id) {
+  reset();
+  backend_ = backend;
+  id_ = id;
+}
+
 }  // namespace aclvmm

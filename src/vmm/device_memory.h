@@ -6,8 +6,7 @@
 //
 // Transitional (issue 14 steps 2–5): the core's copies, exports and managed memory still work on
 // drv::PhysicalMemory, which create() fetches through the backend's LegacyMemory bridge (the
-// same bytes), and imports still arrive as drv::PhysicalMemory, which adopt() turns into a
-// PhysicalId the device MMU can map.
+// same bytes). Imports arrive from the backend's Sharing unit as PhysicalIds (take()).
 #pragma once
 
 #include <memory>
@@ -37,8 +36,12 @@ class DeviceMemory {
   // Rolls back on failure: nothing is held.
   static Status create(const std::shared_ptr<dev::DeviceBackend>& backend, drv::Backend& old,
                        PhysicalAllocation& phys);
-  // phys.memory came the old way (an import): gives it an uncharged PhysicalId.
+  // phys.memory came the old way (memory a unit test made through drv::Backend): gives it an
+  // uncharged PhysicalId.
   static Status adopt(const std::shared_ptr<dev::DeviceBackend>& backend, PhysicalAllocation& phys);
+  // Takes over `id`, an object of `backend` the caller got otherwise (an import from
+  // Sharing): released with this like any other. Any object held before is released first.
+  void take(const std::shared_ptr<dev::DeviceBackend>& backend, dev::PhysicalId id);
 
  private:
   std::shared_ptr<dev::DeviceBackend> backend_;

@@ -12,7 +12,7 @@
 #include "vmm/managed.h"
 #include "vmm/physical.h"
 #include "vmm/runtime_services.h"
-#include "vmm/share_service.h"
+#include "vmm/share.h"
 
 namespace aclvmm::vmm {
 

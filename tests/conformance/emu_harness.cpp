@@ -106,6 +106,10 @@ class EmuHarness final : public Harness {
     }
     return dev::Result::success();
   }
+  std::unique_ptr<PeerProcess> start_peer(const BackendSetup& setup,
+                                          dev::DeviceBackend& current) override {
+    return start_emu_peer(setup, current);
+  }
 
  private:
   std::string dir_;

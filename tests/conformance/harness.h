@@ -29,6 +29,27 @@ struct BackendSetup {
   uint64_t device_memory = 64 * dev::kMiB;
 };
 
+// A second process for the sharing cases (C29-C36): emu forks a child that opens a backend of
+// its own and obeys these calls over a pipe; fake opens a second backend in its world. Each
+// call returns what the peer's backend answered.
+class PeerProcess {
+ public:
+  virtual ~PeerProcess() = default;
+  // The peer's bare tgid, as set_pids takes it.
+  virtual int32_t pid() = 0;
+  // Imports `token` onto `device`; the peer keeps the memory (one import at a time).
+  virtual dev::Result import(dev::ShareToken token, dev::DeviceIndex device) = 0;
+  // The bytes of the peer's import.
+  virtual dev::Result read(uint64_t offset, void* dst, size_t n) = 0;
+  virtual dev::Result fill(uint64_t offset, size_t n, uint8_t value) = 0;
+  virtual dev::Result set_pids(dev::ShareToken token, int32_t pid) = 0;
+  // New device memory of `size` bytes filled with `value`, exported and `pid` whitelisted.
+  virtual dev::Result export_new(dev::DeviceIndex device, uint64_t size, uint8_t value,
+                                 int32_t pid, dev::ShareToken* out) = 0;
+  // The process ends (without releasing anything); returns when it is gone.
+  virtual void exit() = 0;
+};
+
 class Harness {
  public:
   virtual ~Harness() = default;
@@ -58,6 +79,14 @@ class Harness {
   // `buffer`. kBadAddress (-EFAULT) where the CPU faults (emu: the touch is tried in a forked
   // child first, so a fault ends the child, not the suite; fake: its cpu_access hook).
   virtual dev::Result cpu_access(uint64_t va, void* buffer, size_t n, bool write) = 0;
+  // A second process with a backend set up like `setup`; nullptr when the harness has none.
+  // `current` is the case's backend: a forked child must drop what it inherits of it (its fork
+  // hooks, as the core calls them).
+  virtual std::unique_ptr<PeerProcess> start_peer(const BackendSetup& setup,
+                                                  dev::DeviceBackend& current) = 0;
+  // The pid the next start_peer() will have, or 0 when it cannot be known in advance (emu: the
+  // kernel picks it). C30 lists it before the process starts.
+  virtual int32_t next_peer_pid() { return 0; }
 };
 
 struct HarnessFactory {
@@ -73,6 +102,8 @@ const std::vector<HarnessFactory>& harnesses();
 
 std::unique_ptr<Harness> make_emu_harness();
 std::unique_ptr<Harness> make_fake_harness();
+// emu_peer.cpp
+std::unique_ptr<PeerProcess> start_emu_peer(const BackendSetup& setup, dev::DeviceBackend& current);
 
 // The fixture of every case: a fresh backend per test.
 class BackendTest : public ::testing::TestWithParam<HarnessFactory> {

@@ -18,6 +18,9 @@ Capabilities capabilities_of(const HostServices& host) {
   c.cpu_visible_device_memory = true;  // a HOST grant maps the memfd for the CPU
   c.cpu_visible_host_memory = true;
   c.host_numa = host.numa_node_count() > 0;
+  c.sharing = true;
+  c.fabric_sharing = true;
+  c.disable_validation = true;
   return c;
 }
 
@@ -30,7 +33,10 @@ EmuDeviceBackend::EmuDeviceBackend(const EmulationOptions& options, BackendListe
       devices_(options, ledger_, host_),
       physical_(ledger_, listener, options.device_count, host_.numa_node_count(),
                 capabilities_.giant_page != 0),
-      mmu_(listener, options.host_access_open) {}
+      sharing_(listener, share_transport_, options.device_count, options.visible_devices),
+      mmu_(listener, options.host_access_open) {
+  physical_.end_exports_through(&sharing_);
+}
 
 Result EmuDeviceBackend::open(const BackendOptions& options, BackendListener& listener,
                               std::unique_ptr<DeviceBackend>* out) {
@@ -46,5 +52,10 @@ Result EmuDeviceBackend::open(const BackendOptions& options, BackendListener& li
 }
 
 std::string EmuDeviceBackend::describe(Result result) const { return result_text(result); }
+
+void EmuDeviceBackend::visit_statistics(StatisticsVisitor& visitor) const {
+  visit_unsupported_managed_statistics(visitor);
+  EmuSharing::visit_statistics(visitor);
+}
 
 }  // namespace aclvmm::dev::emu

@@ -1,16 +1,17 @@
 // EmuDeviceBackend: the emulated NPU behind the device interface (docs/device-interface.md,
 // migration steps 1–2). It has its devices (devices.h), the host services shared with hal
 // (drivers/host/), physical memory (physical_allocator.h) over today's emu modules, and the
-// device MMU with its page table and CPU views (device_mmu.h, step 2); every
+// device MMU with its page table and CPU views (device_mmu.h, step 2), sharing (sharing/, step
+// 5: share ids, endpoints, listener, whitelist); every
 // other unit answers kNotSupported until its migration step gives it one (unsupported_units.h),
 // and the capabilities claim nothing of those.
 //
 // Options: EmulationOptions; device_count 1..kMaxDevices and device_memory > 0 (the core
 // resolves the SoC's size), else kInvalidArgument. The host's capacity is its MemTotal.
 //
-// Threading and fork: every unit is lock-free, so the fork hooks (PartialBackend's) have no lock
-// to take; a forked child's new backend has nothing of the parent's to give back yet (windows
-// come in step 7).
+// Threading and fork: every unit but sharing is lock-free; the fork hooks are sharing's (its lock
+// held across fork, the parent's endpoints and listener dropped in the child); a forked child's
+// new backend has nothing of the parent's to give back yet (windows come in step 7).
 #pragma once
 
 #include <memory>
@@ -22,6 +23,8 @@
 #include "drivers/emu/device/devices.h"
 #include "drivers/emu/device/legacy_bridge.h"
 #include "drivers/emu/device/physical_allocator.h"
+#include "drivers/emu/sharing/transport.h"
+#include "drivers/emu/sharing/emu_sharing.h"
 #include "drivers/host/posix_host_services.h"
 #include "drivers/unsupported_units.h"
 
@@ -39,13 +42,19 @@ class EmuDeviceBackend final : public PartialBackend {
   DeviceManager& devices() override { return devices_; }
   PhysicalAllocator& physical() override { return physical_; }
   DeviceMmu& mmu() override { return mmu_; }
+  Sharing& sharing() override { return sharing_; }
   HostServices& host() override { return host_; }
 
   std::string describe(Result result) const override;
+  void visit_statistics(StatisticsVisitor& visitor) const override;
+  void prepare_fork() override { sharing_.prepare_fork(); }
+  void after_fork_parent() override { sharing_.after_fork_parent(); }
+  void after_fork_child() override { sharing_.after_fork_child(); }
   LegacyMemory* legacy_memory() override { return &legacy_; }
 
-  // Test hook: mappings in the page table.
+  // Test hooks: mappings in the page table, live exports.
   size_t live_mappings() const { return mmu_.live_mappings(); }
+  size_t live_exports() const { return sharing_.live_exports(); }
 
  private:
   EmuDeviceBackend(const EmulationOptions& options, BackendListener& listener);
@@ -56,6 +65,8 @@ class EmuDeviceBackend final : public PartialBackend {
   EmuDevices devices_;
   EmuPhysicalAllocator physical_;
   EmuLegacyBridge legacy_;
+  drv::emu::UnixShareTransport share_transport_;
+  EmuSharing sharing_;  // before the MMU: a mapped object's release may still end its export
   EmuDeviceMmu mmu_;  // last: its destructor drops the objects still mapped
 };
 

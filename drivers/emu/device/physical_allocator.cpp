@@ -7,6 +7,7 @@
 
 #include "drivers/emu/device/capacity.h"
 #include "drivers/emu/device/physical_object.h"
+#include "drivers/emu/sharing/emu_sharing.h"
 #include "drivers/emu/memfd_memory.h"
 #include "drivers/injection_steps.h"
 
@@ -74,6 +75,7 @@ Result EmuPhysicalAllocator::create(const PhysicalSpec& spec, PhysicalId* out) {
 
 Result EmuPhysicalAllocator::release(PhysicalId memory) {
   if (!memory) return invalid();
+  if (sharing_ != nullptr) sharing_->memory_released(memory);
   EmuPhysical::from_id(memory)->drop();
   return Result::success();
 }

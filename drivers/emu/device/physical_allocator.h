@@ -19,6 +19,7 @@
 namespace aclvmm::dev::emu {
 
 class CapacityLedger;
+class EmuSharing;
 
 class EmuPhysicalAllocator final : public PhysicalAllocator {
  public:
@@ -26,6 +27,9 @@ class EmuPhysicalAllocator final : public PhysicalAllocator {
   // offered (Capabilities::giant_page).
   EmuPhysicalAllocator(CapacityLedger& ledger, BackendListener& listener, int32_t device_count,
                        int32_t numa_nodes, bool giant);
+
+  // The sharing unit whose exports end with their memory (drivers/sharing.h); set once at open.
+  void end_exports_through(EmuSharing* sharing) { sharing_ = sharing; }
 
   Result create(const PhysicalSpec& spec, PhysicalId* out) override;
   Result release(PhysicalId memory) override;
@@ -42,6 +46,7 @@ class EmuPhysicalAllocator final : public PhysicalAllocator {
   const int32_t device_count_;
   const int32_t numa_nodes_;
   const bool giant_;
+  EmuSharing* sharing_ = nullptr;
 };
 
 }  // namespace aclvmm::dev::emu

@@ -53,7 +53,6 @@ class WindowReleasingBackend : public drv::Backend {
   int bind_numa(uint64_t va, uint64_t size, int n) override { return real_->bind_numa(va, size, n); }
   int host_copy(void* d, const void* s, size_t n) override { return real_->host_copy(d, s, n); }
   int host_fill(void* d, uint8_t v, size_t n) override { return real_->host_fill(d, v, n); }
-  drv::ShareTransport& share_transport() override { return real_->share_transport(); }
   drv::FaultTracker& fault_tracker() override { return real_->fault_tracker(); }
   uint64_t host_memory_total() override { return real_->host_memory_total(); }
   uint64_t host_memory_free() override { return real_->host_memory_free(); }

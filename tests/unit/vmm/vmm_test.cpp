@@ -18,7 +18,7 @@
 #include "vmm/managed.h"
 #include "vmm/memory_ops.h"
 #include "vmm/runtime_services.h"
-#include "vmm/share_service.h"
+#include "vmm/share.h"
 #include "vmm/vmm.h"
 
 namespace aclvmm {

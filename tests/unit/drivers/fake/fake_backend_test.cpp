@@ -43,7 +43,9 @@ TEST(FakeBackendTest, CapabilitiesClaimOnlyTheUnitsItHas) {
   EXPECT_EQ(c.giant_page, 0u);
   EXPECT_TRUE(c.map_routes);
   EXPECT_TRUE(c.host_numa);
-  EXPECT_FALSE(c.sharing);
+  EXPECT_TRUE(c.sharing);  // step 5
+  EXPECT_TRUE(c.fabric_sharing);
+  EXPECT_TRUE(c.disable_validation);
   EXPECT_FALSE(c.managed_memory);
   EXPECT_FALSE(c.cpu_visible_device_memory);
   PhysicalId id;

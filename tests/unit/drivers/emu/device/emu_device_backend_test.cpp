@@ -38,7 +38,9 @@ TEST(EmuDeviceBackendTest, CapabilitiesClaimOnlyTheUnitsItHas) {
   EXPECT_EQ(c.giant_page, kGiB);
   EXPECT_TRUE(c.map_routes);
   EXPECT_EQ(c.host_numa, be->host().numa_node_count() > 0);
-  EXPECT_FALSE(c.sharing);
+  EXPECT_TRUE(c.sharing);  // step 5
+  EXPECT_TRUE(c.fabric_sharing);
+  EXPECT_TRUE(c.disable_validation);
   EXPECT_FALSE(c.managed_memory);
   EXPECT_TRUE(c.map_without_access);
   EXPECT_TRUE(c.access_none_and_read);

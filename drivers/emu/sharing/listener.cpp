@@ -1,4 +1,4 @@
-// The exporter's listener: one thread that answers importers on every endpoint of the process.
+// EmuSharing's listener: one thread that answers importers on every endpoint of the process.
 //
 // It sleeps in poll until something happens: a connection or a request on an endpoint, the
 // nearest deadline of a connection still waiting for its request, or its wake object (a new or a
@@ -11,21 +11,21 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <map>
 #include <memory>
 #include <thread>
 #include <vector>
 
-#include "observability/log.h"
-#include "vmm/share_service.h"
-#include "vmm/share_token.h"
-#include "vmm/share_wire.h"
+#include "drivers/emu/sharing/counters.h"
+#include "drivers/emu/sharing/emu_sharing.h"
+#include "drivers/emu/sharing/token.h"
 
-namespace aclvmm {
+namespace aclvmm::dev::emu {
 
 using Clock = std::chrono::steady_clock;
-using share_wire::Reply;
-using share_wire::Request;
+using share::wire::Reply;
+using share::wire::Request;
 
 namespace {
 
@@ -60,7 +60,7 @@ int ms_until(Clock::time_point t, Clock::time_point now) {
 
 }  // namespace
 
-bool ShareService::could_admit_locked(const drv::PeerInfo& peer) const {
+bool EmuSharing::could_admit_locked(const drv::emu::PeerInfo& peer) const {
   if (peer.pid == getpid()) return true;  // a probe of our own, racing a release
   for (const auto& [id, e] : exports_) {
     if (!e.validate_pids) return true;
@@ -70,17 +70,17 @@ bool ShareService::could_admit_locked(const drv::PeerInfo& peer) const {
   return false;
 }
 
-void ShareService::close_pending_locked(int fd) {
+void EmuSharing::close_pending_locked(int fd) {
   for (auto it = pending_.begin(); it != pending_.end(); ++it) {
     if (it->fd == fd) {
-      transport_->close(fd);
+      transport_.close(fd);
       pending_.erase(it);
       return;
     }
   }
 }
 
-void ShareService::hold_locked(PendingPeer p) {
+void EmuSharing::hold_locked(PendingPeer p) {
   const size_t class_cap = p.admissible ? kWaitingPerUid : kUnlistedWaitingPerUid;
   size_t same_class = 0, total = 0;
   std::map<unsigned, size_t> per_uid;
@@ -108,9 +108,9 @@ void ShareService::hold_locked(PendingPeer p) {
                           [&](const PendingPeer& q) { return q.waiting && q.peer.uid == greedy; });
   }
   if (victim != pending_.end()) {
-    transport_->close(victim->fd);
+    transport_.close(victim->fd);
     pending_.erase(victim);
-    dropped_.fetch_add(1);
+    share::counters().dropped.fetch_add(1);
   }
   p.waiting = true;
   for (PendingPeer& q : pending_) {
@@ -118,68 +118,73 @@ void ShareService::hold_locked(PendingPeer p) {
   }
 }
 
-bool ShareService::serve_request(int conn, const drv::PeerInfo& peer) {
+bool EmuSharing::serve_request(int conn, const drv::emu::PeerInfo& peer) {
   Request req{};
   int stray_fd = -1;
   // Called when the connection is readable, or right after accept: do not wait.
-  const int n = transport_->recv(conn, &req, sizeof req, &stray_fd, 0);
-  if (stray_fd >= 0) transport_->close(stray_fd);
+  const int n = transport_.recv(conn, &req, sizeof req, &stray_fd, 0);
+  if (stray_fd >= 0) transport_.close(stray_fd);
   if (n == -ETIMEDOUT) return false;
   // Not an importer (wrong size, magic or kind, a hang-up): the connection is dropped unanswered.
-  if (n != static_cast<int>(sizeof req) || req.magic != share_wire::kMagic ||
-      (req.kind != share_wire::kImport && req.kind != share_wire::kProbe)) {
-    dropped_.fetch_add(1);
+  if (n != static_cast<int>(sizeof req) || req.magic != share::wire::kMagic ||
+      (req.kind != share::wire::kImport && req.kind != share::wire::kProbe)) {
+    share::counters().dropped.fetch_add(1);
     return true;
   }
   answer(conn, peer, req);
   return true;
 }
 
-void ShareService::answer(int conn, const drv::PeerInfo& peer, const Request& req) {
+void EmuSharing::answer(int conn, const drv::emu::PeerInfo& peer, const Request& req) {
   Reply rep{};
-  rep.magic = share_wire::kMagic;
-  std::shared_ptr<PhysicalAllocation> phys;  // keeps the memory alive while it is sent
+  rep.magic = share::wire::kMagic;
+  std::shared_ptr<drv::PhysicalMemory> bytes;  // keeps the memory alive while it is sent
+  char refusal[160] = "";
   {
     std::lock_guard lock(mu_);
-    auto it = exports_.find(ShareToken::unpack(req.token).share_id);
-    if (it == exports_.end() || it->second.token != req.token) {
-      rep.code = ACL_ERROR_RT_INVALID_HANDLE;
-    } else if (req.kind == share_wire::kProbe) {
+    const Export* e = own_export_locked(ShareToken{req.token});
+    if (e == nullptr) {
+      rep.code = share::wire::kUnknownToken;
+    } else if (req.kind == share::wire::kProbe) {
       rep.code = 0;  // the token is live here; nothing is sent
     } else {
-      const Export& e = it->second;
-      if (e.validate_pids) {
-        auto w = e.whitelist.find(peer.pid);
+      if (e->validate_pids) {
+        auto w = e->whitelist.find(peer.pid);
         // A pid listed before the importer started belongs to an earlier process (pid reuse).
-        if (w == e.whitelist.end() || peer.start_time == 0 || peer.start_time > w->second) {
-          rep.code = ACL_ERROR_RT_DRV_INTERNAL_ERROR;
-          denied_.fetch_add(1);
-          ACLVMM_LOG_WARN("DRV", "refused import of token 0x{:x} by pid {} (uid {}): not whitelisted",
-                          req.token, peer.pid, peer.uid);
+        if (w == e->whitelist.end() || peer.start_time == 0 || peer.start_time > w->second) {
+          rep.code = share::wire::kRefused;
+          share::counters().denied.fetch_add(1);
+          std::snprintf(refusal, sizeof refusal,
+                        "refused import of token 0x%llx by pid %d (uid %u): not whitelisted",
+                        static_cast<unsigned long long>(req.token), peer.pid, peer.uid);
         }
       }
-      if (rep.code == 0 && peer.pid == getpid() && e.phys->on_device() &&
-          e.physical_device == req.device) {
-        rep.code = ACL_ERROR_RT_DRV_INTERNAL_ERROR;
+      const Location where = e->properties.location;
+      if (rep.code == 0 && peer.pid == getpid() && where.kind == Location::Kind::kDevice &&
+          where.id == req.device) {
+        rep.code = share::wire::kRefused;
       }
       if (rep.code == 0) {
-        phys = e.phys;
-        rep.size = phys->size;
-        rep.side = static_cast<uint32_t>(phys->side);
-        rep.device = e.physical_device;
+        bytes = e->bytes;
+        rep.size = e->properties.size;
+        rep.side = share::wire::side_of(where);
+        rep.device = where.kind == Location::Kind::kDevice ? where.id : 0;  // host memory: 0
         // Importers see the page size the memory really has: APP "normal" pages are huge.
-        rep.page_type = phys->page_type == kNormalPage ? kHugePage : phys->page_type;
-        rep.mem_type = phys->mem_type;
+        const PageType page = e->properties.page_type;
+        rep.page_type = static_cast<uint32_t>(page == PageType::kNormal ? PageType::kHuge : page);
+        rep.mem_type = static_cast<uint32_t>(e->properties.mem_type);
       }
     }
   }
-  transport_->send(conn, &rep, sizeof rep, phys ? phys->memory->fd() : -1);
+  // Logged without the lock: the listener's log takes locks of the core's.
+  if (refusal[0] != '\0') listener_.log(Severity::kWarning, "DRV", refusal);
+  (void)transport_.send(conn, &rep, sizeof rep, bytes ? bytes->fd() : -1);
 }
 
-bool ShareService::accept_from(int listen_fd) {
+bool EmuSharing::accept_from(int listen_fd) {
   for (int i = 0; i < kAcceptBurst; ++i) {
     PendingPeer p;
-    const int rc = transport_->accept(listen_fd, &p.fd, &p.peer);
+    const int rc = transport_.accept(listen_fd, &p.fd, &p.peer);
     if (rc == -EAGAIN) return true;
     // EMFILE and the like: the queued connections wait in the kernel until there is room.
     if (rc != 0) return false;
@@ -202,7 +207,7 @@ bool ShareService::accept_from(int listen_fd) {
   return true;
 }
 
-void ShareService::serve() {
+void EmuSharing::serve() {
   std::vector<int> fds;
   std::unique_ptr<bool[]> ready;
   size_t ready_size = 0;
@@ -216,14 +221,14 @@ void ShareService::serve() {
     fds.clear();
     {
       std::lock_guard lock(mu_);
-      for (int fd : retired_) transport_->close(fd);
+      for (int fd : retired_) transport_.close(fd);
       retired_.clear();
       const auto now = Clock::now();
       for (size_t i = 0; i < pending_.size();) {
         if (pending_[i].waiting && now >= pending_[i].deadline) {
-          transport_->close(pending_[i].fd);
+          transport_.close(pending_[i].fd);
           pending_.erase(pending_.begin() + static_cast<std::ptrdiff_t>(i));
-          dropped_.fetch_add(1);
+          share::counters().dropped.fetch_add(1);
         } else {
           ++i;
         }
@@ -233,11 +238,11 @@ void ShareService::serve() {
       idle = nothing;
       if (stop_ || (idle && now >= idle_until)) {
         // Done: nothing of ours may stay open behind the thread.
-        for (const PendingPeer& p : pending_) transport_->close(p.fd);
+        for (const PendingPeer& p : pending_) transport_.close(p.fd);
         pending_.clear();
-        transport_->close(wake_fd_);
+        transport_.close(wake_fd_);
         wake_fd_ = -1;
-        listener_exited_ = true;
+        thread_exited_ = true;
         return;
       }
       wake = wake_fd_;
@@ -262,15 +267,15 @@ void ShareService::serve() {
       ready.reset(new bool[fds.size()]);
       ready_size = fds.size();
     }
-    const int n = transport_->poll(fds.data(), ready.get(), fds.size(), timeout_ms);
-    wakeups_.fetch_add(1, std::memory_order_relaxed);
-    if (n == 0) poll_timeouts_.fetch_add(1, std::memory_order_relaxed);
+    const int n = transport_.poll(fds.data(), ready.get(), fds.size(), timeout_ms);
+    share::counters().wakeups.fetch_add(1, std::memory_order_relaxed);
+    if (n == 0) share::counters().poll_timeouts.fetch_add(1, std::memory_order_relaxed);
     if (n < 0) {
       std::this_thread::sleep_for(kPollRetry);
       continue;
     }
     if (n == 0) continue;
-    if (ready[0]) transport_->drain_wake(wake);
+    if (ready[0]) transport_.drain_wake(wake);
     // Requests (or hang-ups) on accepted connections. Only this thread changes pending_, so the
     // entries polled are still there.
     for (size_t i = 1 + listeners; i < fds.size(); ++i) {
@@ -291,4 +296,4 @@ void ShareService::serve() {
   }
 }
 
-}  // namespace aclvmm
+}  // namespace aclvmm::dev::emu

@@ -1,4 +1,4 @@
-#include "drivers/emu/share_transport.h"
+#include "drivers/emu/sharing/transport.h"
 
 #include <fcntl.h>
 #include <poll.h>

@@ -19,17 +19,15 @@
 #include <set>
 #include <vector>
 
-#include "drivers/driver.h"
+#include "drivers/emu/sharing/transport.h"
 
-namespace aclvmm::drv {
+namespace aclvmm::drv::emu {
 namespace {
 
 class ShareTransportTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    backend_ = create_backend("emu");
-    ASSERT_NE(backend_, nullptr);
-    t_ = &backend_->share_transport();
+    t_ = &transport_;
   }
 
   // Test processes may run in parallel and all share the abstract namespace: pick a free random id.
@@ -62,7 +60,7 @@ class ShareTransportTest : public ::testing::Test {
     t_->close(lfd);
   }
 
-  std::unique_ptr<Backend> backend_;
+  UnixShareTransport transport_;
   ShareTransport* t_ = nullptr;
   PeerInfo server_;  // who the last connect reached
 };
@@ -609,4 +607,4 @@ TEST_F(ShareTransportTest, RandomIdsAreNonZeroAndDistinct) {
 }
 
 }  // namespace
-}  // namespace aclvmm::drv
+}  // namespace aclvmm::drv::emu

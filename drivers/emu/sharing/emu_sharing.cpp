@@ -1,0 +1,309 @@
+// EmuSharing: exports, whitelists, fork and statistics (the importer is in importer.cpp, the
+// listener in listener.cpp).
+#include "drivers/emu/sharing/emu_sharing.h"
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <new>
+#include <system_error>
+#include <utility>
+
+#include "drivers/emu/device/physical_object.h"
+#include "drivers/emu/sharing/counters.h"
+#include "drivers/emu/sharing/token.h"
+
+namespace aclvmm::dev::emu {
+
+using share::TokenFields;
+
+namespace {
+
+constexpr size_t kReleasedMemory = 4096;  // released share ids remembered for set-pid
+
+Result fail(int errno_value) { return Result::from_errno(errno_value); }
+
+}  // namespace
+
+EmuSharing::EmuSharing(BackendListener& listener, drv::emu::ShareTransport& transport,
+                       int32_t device_count, std::vector<int32_t> user_ids)
+    : listener_(listener),
+      gate_(listener),
+      transport_(transport, listener),
+      device_count_(device_count),
+      user_ids_(std::move(user_ids)) {}
+
+EmuSharing::~EmuSharing() { shutdown(); }
+
+uint32_t EmuSharing::user_id(DeviceIndex device) const {
+  for (size_t i = 0; i < user_ids_.size(); ++i) {
+    if (user_ids_[i] == device) return static_cast<uint32_t>(i);
+  }
+  return static_cast<uint32_t>(device);
+}
+
+int EmuSharing::bind_endpoint_locked(Export* e) {
+  const pid_t me = getpid();
+  if (!serial_seeded_) {
+    // A random start makes a released token unlikely to come back soon, in this process or in
+    // a later one with the same pid.
+    next_serial_ = transport_.random_u32();
+    serial_seeded_ = true;
+  }
+  int rc = -EADDRINUSE;
+  for (uint32_t tried = 0; tried < share::kSerials && rc == -EADDRINUSE; ++tried) {
+    const uint32_t id = share::make_share_id(static_cast<uint32_t>(me), next_serial_++);
+    // The kernel refuses a name another live endpoint holds: a retired endpoint of ours not yet
+    // closed, or a process of another pid namespace whose pid has the same low bits.
+    if (id == 0 || exports_.count(id)) continue;
+    rc = transport_.listen(id, &e->listen_fd);
+    if (rc == 0) e->share_id = id;
+  }
+  return rc;
+}
+
+Result EmuSharing::export_locked(PhysicalId memory, uint64_t* token) {
+  if (!memory) return fail(EINVAL);
+  const EmuPhysical* object = EmuPhysical::from_id(memory);
+  // The kernel's EINVAL for an import or an object exported already.
+  if (object->properties().imported || exported_.count(memory.value)) return fail(EINVAL);
+  Export e;
+  e.memory = memory;
+  e.properties = object->properties();
+  e.bytes = object->shared_memory();
+  if (int rc = bind_endpoint_locked(&e)) return Result::from_raw(rc);
+  if (Result r = ensure_listener_locked(); !r.ok()) {
+    transport_.close(e.listen_fd);
+    return r;
+  }
+  const Location where = e.properties.location;
+  const uint32_t device =
+      where.kind == Location::Kind::kDevice ? user_id(where.id) : 0;  // host memory: 0
+  e.token = TokenFields{e.share_id, device}.pack();
+  const uint32_t id = e.share_id;
+  const int listen_fd = e.listen_fd;
+  *token = e.token;
+  try {
+    exported_.emplace(memory.value, id);
+    try {
+      exports_.emplace(id, std::move(e));
+    } catch (const std::bad_alloc&) {
+      exported_.erase(memory.value);
+      throw;
+    }
+  } catch (const std::bad_alloc&) {
+    transport_.close(listen_fd);  // the listener has not seen it: it polls exports_ under mu_
+    return fail(ENOMEM);
+  }
+  released_.erase(id);  // the id is live again
+  // The endpoint is importable now: connections queue on it until the woken listener polls it.
+  transport_.wake(wake_fd_);
+  return Result::success();
+}
+
+Result EmuSharing::export_memory(PhysicalId memory, ShareToken* out) {
+  if (out == nullptr) return fail(EINVAL);
+  std::lock_guard lock(mu_);
+  return export_locked(memory, &out->value);
+}
+
+Result EmuSharing::export_fabric(PhysicalId memory, FabricToken* inout) {
+  if (inout == nullptr) return fail(EINVAL);
+  std::lock_guard lock(mu_);
+  uint64_t token = 0;
+  if (Result r = export_locked(memory, &token); !r.ok()) return r;
+  const Location where = EmuPhysical::from_id(memory)->properties().location;
+  const uint32_t physical = where.kind == Location::Kind::kDevice ? where.id : 0;
+  share::write_fabric(inout->bytes, TokenFields::unpack(token), physical);
+  return Result::success();
+}
+
+Result EmuSharing::token_of_fabric(const FabricToken& fabric, ShareToken* out) {
+  if (out == nullptr) return fail(EINVAL);
+  TokenFields t;
+  if (!share::read_fabric(fabric.bytes, &t)) return fail(EINVAL);
+  out->value = t.pack();
+  return Result::success();
+}
+
+Result EmuSharing::ensure_listener_locked() {
+  if (thread_ && thread_pid_ == getpid() && !thread_exited_) return Result::success();
+  if (thread_ && thread_pid_ == getpid()) {
+    // It decided to end (nothing to serve) and touches nothing shared any more: reap it.
+    thread_->join();
+    delete thread_;
+  }
+  thread_ = nullptr;
+  int wake = -1;
+  if (int rc = transport_.open_wake(&wake)) return Result::from_raw(rc);
+  wake_fd_ = wake;
+  stop_ = false;
+  thread_exited_ = false;
+  try {
+    thread_ = new std::thread([this] { serve(); });
+  } catch (const std::system_error&) {
+    transport_.close(wake_fd_);
+    wake_fd_ = -1;
+    return fail(ENOSPC);  // no thread: the driver's resources are exhausted
+  } catch (const std::bad_alloc&) {
+    transport_.close(wake_fd_);
+    wake_fd_ = -1;
+    return fail(ENOMEM);
+  }
+  thread_pid_ = getpid();
+  return Result::success();
+}
+
+EmuSharing::Export* EmuSharing::own_export_locked(ShareToken token) {
+  auto it = exports_.find(TokenFields::unpack(token.value).share_id);
+  return it != exports_.end() && it->second.token == token.value ? &it->second : nullptr;
+}
+
+Result EmuSharing::disable_validation(ShareToken token) {
+  std::lock_guard lock(mu_);
+  Export* e = own_export_locked(token);
+  // Only the exporter, and only before any set_pids.
+  if (e == nullptr || !e->whitelist.empty()) return fail(EPERM);
+  e->validate_pids = false;
+  return Result::success();
+}
+
+Result EmuSharing::set_pids(ShareToken token, const int32_t* pids, uint32_t count) {
+  const TokenFields t = TokenFields::unpack(token.value);
+  if (!TokenFields::well_formed(token.value) || static_cast<int>(t.device) >= kMaxDevices ||
+      static_cast<int>(t.device) >= device_count_) {
+    return fail(EFAULT);  // no token this driver made (bad device field)
+  }
+  if (pids == nullptr && count > 0) return fail(EINVAL);
+  {
+    std::lock_guard lock(mu_);
+    if (Export* e = own_export_locked(token)) {
+      if (!e->validate_pids) return fail(EPERM);
+      const uint64_t stamp = transport_.share_clock();
+      // The previous stamp of every pid touched (0: it was not listed), to undo a partial update.
+      std::vector<std::pair<int32_t, uint64_t>> before;
+      try {
+        before.reserve(count);
+        for (uint32_t i = 0; i < count; ++i) {
+          if (pids[i] == 0) continue;  // the vendor skips empty entries
+          auto w = e->whitelist.find(pids[i]);
+          before.emplace_back(pids[i], w == e->whitelist.end() ? 0 : w->second);
+          e->whitelist[pids[i]] = stamp;
+        }
+      } catch (const std::bad_alloc&) {
+        for (auto r = before.rbegin(); r != before.rend(); ++r) {
+          if (r->second == 0) {
+            e->whitelist.erase(r->first);
+          } else {
+            e->whitelist[r->first] = r->second;  // present already: no allocation
+          }
+        }
+        return fail(ENOMEM);
+      }
+      if (before.empty()) return fail(EINVAL);  // every pid in the list is 0
+      return Result::success();
+    }
+    // Our own endpoint may still be open for a moment after the release.
+    if (released_.count(t.share_id)) return fail(EFAULT);
+  }
+  // Another process's token: only its exporter may list pids (the kernel's EACCES), an unknown
+  // one is EFAULT.
+  share::wire::Reply rep{};
+  const int rc = exchange(token.value, share::wire::kProbe, -1, &rep, nullptr);
+  if (rc == static_cast<int>(sizeof rep) && rep.magic == share::wire::kMagic && rep.code == 0) {
+    return fail(EACCES);
+  }
+  return fail(EFAULT);
+}
+
+void EmuSharing::remember_released(uint32_t share_id) {
+  released_.insert(share_id);
+  released_order_.push_back(share_id);
+  if (released_order_.size() > kReleasedMemory) {
+    released_.erase(released_order_.front());
+    released_order_.pop_front();
+  }
+}
+
+void EmuSharing::memory_released(PhysicalId memory) {
+  std::lock_guard lock(mu_);
+  auto known = exported_.find(memory.value);
+  if (known == exported_.end()) return;
+  auto it = exports_.find(known->second);
+  exported_.erase(known);
+  if (it == exports_.end()) return;
+  remember_released(it->first);
+  // The listener may be polling this descriptor: it closes retired ones itself.
+  if (thread_ && thread_pid_ == getpid() && !thread_exited_) {
+    retired_.push_back(it->second.listen_fd);
+    transport_.wake(wake_fd_);
+  } else {
+    transport_.close(it->second.listen_fd);
+  }
+  exports_.erase(it);
+}
+
+void EmuSharing::close_all_locked() {
+  for (int fd : retired_) transport_.close(fd);
+  retired_.clear();
+  for (auto& [id, e] : exports_) transport_.close(e.listen_fd);
+  exports_.clear();
+  exported_.clear();
+  for (const PendingPeer& p : pending_) transport_.close(p.fd);
+  pending_.clear();
+  if (wake_fd_ >= 0) transport_.close(wake_fd_);
+  wake_fd_ = -1;
+  thread_exited_ = false;
+  stop_ = false;
+}
+
+void EmuSharing::shutdown() {
+  std::thread* thread = nullptr;
+  {
+    std::lock_guard lock(mu_);
+    if (thread_pid_ == getpid()) thread = thread_;
+    thread_ = nullptr;
+    stop_ = true;
+    if (thread && !thread_exited_) transport_.wake(wake_fd_);
+  }
+  if (thread) {
+    thread->join();
+    delete thread;
+  }
+  std::lock_guard lock(mu_);
+  // The listener closed its connections and wake object on its way out; what is left are the
+  // endpoints.
+  close_all_locked();
+}
+
+// A forked child is not the exporter: it must not keep the parent's endpoints open (importers
+// would queue on them forever), hold the parent's connections, nor believe it serves the
+// parent's tokens. The lock is held across fork so the child never inherits it mid-update.
+void EmuSharing::prepare_fork() { mu_.lock(); }
+void EmuSharing::after_fork_parent() { mu_.unlock(); }
+
+// One thread, the lock held: only closes and forgets. The parent's listener thread object is
+// left alone on purpose; the thread does not exist here.
+void EmuSharing::after_fork_child() {
+  close_all_locked();
+  thread_ = nullptr;
+  serial_seeded_ = false;  // the child's ids carry its own pid
+  mu_.unlock();
+}
+
+size_t EmuSharing::live_exports() const {
+  std::lock_guard lock(mu_);
+  return exports_.size();
+}
+
+void EmuSharing::visit_statistics(StatisticsVisitor& visitor) {
+  const share::Counters& c = share::counters();
+  visitor.counter("ipc", "imports_denied", c.denied.load());
+  visitor.counter("ipc", "listener_wakeups", c.wakeups.load());
+  visitor.counter("ipc", "listener_timeouts", c.poll_timeouts.load());
+  visitor.counter("ipc", "connections_dropped", c.dropped.load());
+  visitor.counter("ipc", "impostors_refused", c.impostors.load());
+  visitor.counter("ipc", "replies_refused", c.bad_replies.load());
+}
+
+}  // namespace aclvmm::dev::emu

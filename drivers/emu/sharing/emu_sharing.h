@@ -1,0 +1,161 @@
+// EmuSharing: emu's Sharing unit (drivers/sharing.h): exporting physical memory to other
+// processes and importing theirs, with no daemon (emulation.md section 5, behavior.md section 7,
+// docs/sharing.md). What the vendor's kernel module does on hardware is done here: share ids,
+// the token layout (token.h), the whitelist and its enforcement, the same-process rules.
+//
+// Every exported token is a listening endpoint of the exporting process, named by its share id,
+// which names the exporter's pid too; one listener thread per backend serves all of them while
+// there is anything to serve (listener.cpp). An importer connects, checks that the kernel reports
+// the token's exporter as the listener, and asks; the listener checks the importer against the
+// whitelist using the credentials the kernel reports for the connection, and answers with the
+// memory's file descriptor (size-sealed): the bytes then live as long as any process holds them.
+// Every wait on the other side is bounded, and what other processes can make the exporter hold is
+// capped, so a dead, stuck or hostile peer costs an error, never a hang or a resource.
+//
+// Results (as the kernel module gives them, drivers/sharing.h): unknown or released token,
+// exporter gone -EFAULT; not whitelisted, own export onto the same device, set-pid by another
+// process -EACCES; set-pid after disable_validation -EPERM; a second export, an export of an
+// import, an all-zero pid list -EINVAL; a malformed reply or memory -EINVAL (counted:
+// replies_refused); an exporter that does not answer in time -ETIMEDOUT, that fails otherwise
+// -EPROTO; no listener thread -ENOSPC.
+//
+// Threading: every method from any thread. One mutex (mu_) guards the records; it is held across
+// fork (prepare_fork .. after_fork_*), and a forked child drops every endpoint, connection and
+// thread of the parent's without acting on them. Statistics are process totals: a restart's new
+// backend goes on counting.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <thread>
+#include <vector>
+
+#include "drivers/backend_listener.h"
+#include "drivers/device_backend.h"
+#include "drivers/driver.h"
+#include "drivers/emu/sharing/gated_transport.h"
+#include "drivers/emu/sharing/wire.h"
+#include "drivers/sharing.h"
+
+namespace aclvmm::dev::emu {
+
+class EmuPhysical;
+
+class EmuSharing final : public Sharing {
+ public:
+  // user_ids: ASCEND_RT_VISIBLE_DEVICES as the core resolved it (user id i is device
+  // user_ids[i]; empty: the identity). Tokens carry the exporter's user id (behavior.md §7).
+  EmuSharing(BackendListener& listener, drv::emu::ShareTransport& transport, int32_t device_count,
+             std::vector<int32_t> user_ids);
+  ~EmuSharing() override;
+  EmuSharing(const EmuSharing&) = delete;
+  EmuSharing& operator=(const EmuSharing&) = delete;
+
+  Result export_memory(PhysicalId memory, ShareToken* out) override;
+  Result export_fabric(PhysicalId memory, FabricToken* inout) override;
+  Result disable_validation(ShareToken token) override;
+  Result set_pids(ShareToken token, const int32_t* pids, uint32_t count) override;
+  Result token_of_fabric(const FabricToken& fabric, ShareToken* out) override;
+  Result import_memory(ShareToken token, DeviceIndex device, ImportedMemory* out) override;
+  Result import_fabric(const FabricToken& fabric, DeviceIndex device,
+                       ImportedMemory* out) override;
+
+  // PhysicalAllocator::release of `memory` is under way: its export (if any) ends.
+  void memory_released(PhysicalId memory);
+
+  void prepare_fork();
+  void after_fork_parent();
+  void after_fork_child();
+  // Group "ipc" of DeviceBackend::visit_statistics.
+  static void visit_statistics(StatisticsVisitor& visitor);
+
+  // Test hook: live exports of this backend.
+  size_t live_exports() const;
+
+ private:
+  struct Export {
+    uint32_t share_id = 0;
+    uint64_t token = 0;
+    PhysicalId memory;
+    PhysicalProperties properties;
+    std::shared_ptr<drv::PhysicalMemory> bytes;  // what the listener sends
+    bool validate_pids = true;
+    std::map<int32_t, uint64_t> whitelist;  // pid -> share_clock() stamp of its last set_pids
+    int listen_fd = -1;
+  };
+  // A connection the listener accepted and has not answered yet.
+  struct PendingPeer {
+    int fd = -1;
+    drv::emu::PeerInfo peer;
+    std::chrono::steady_clock::time_point deadline;
+    bool admissible = true;  // some live export could admit this peer
+    bool waiting = false;    // its request had not arrived at accept: it holds a place under the caps
+  };
+
+  // ---- exporter side (emu_sharing.cpp)
+  uint32_t user_id(DeviceIndex device) const;
+  // This process's live export with exactly this token, or nullptr. mu_ held.
+  Export* own_export_locked(ShareToken token);
+  Result export_locked(PhysicalId memory, uint64_t* token);
+  // Binds a fresh endpoint named by this process's pid and its next free serial. mu_ held.
+  int bind_endpoint_locked(Export* e);
+  // Starts the listener if none runs, else nothing. mu_ held.
+  Result ensure_listener_locked();
+  void remember_released(uint32_t share_id);
+  // Closes every endpoint, connection and the wake object, and forgets the exports. mu_ held.
+  void close_all_locked();
+  // Stops the listener and closes everything (the destructor).
+  void shutdown();
+
+  // ---- importer side (importer.cpp)
+  // One request/reply with the exporter of `token`; the reply length or -errno (-ESRCH: the
+  // process listening on the token's endpoint is not the one the token names).
+  int exchange(uint64_t token, uint32_t kind, int device, share::wire::Reply* rep, int* mem_fd);
+  bool served_by_exporter(int fd, const drv::emu::PeerInfo& server, uint32_t share_id);
+  Result fetch_remote(uint64_t token, DeviceIndex device, ImportedMemory* out);
+  // The own export behind `token`, imported onto another device; false when it is not ours.
+  bool import_local(uint64_t token, DeviceIndex device, ImportedMemory* out, Result* result);
+
+  // ---- the listener (listener.cpp)
+  void serve();
+  // Reads the request waiting on `conn` and answers it; false when none has arrived yet.
+  bool serve_request(int conn, const drv::emu::PeerInfo& peer);
+  void answer(int conn, const drv::emu::PeerInfo& peer, const share::wire::Request& req);
+  bool could_admit_locked(const drv::emu::PeerInfo& peer) const;
+  void hold_locked(PendingPeer p);
+  void close_pending_locked(int fd);
+  bool accept_from(int listen_fd);
+
+  BackendListener& listener_;
+  InjectionGate gate_;
+  share::GatedTransport transport_;
+  const int32_t device_count_;
+  const std::vector<int32_t> user_ids_;
+  mutable std::mutex mu_;
+  std::map<uint32_t, Export> exports_;       // by share id
+  std::map<uint64_t, uint32_t> exported_;    // PhysicalId -> share id
+  std::vector<int> retired_;  // endpoints of ended exports, closed by the listener
+  std::set<uint32_t> released_;          // recently released share ids of this process
+  std::deque<uint32_t> released_order_;  // bounds released_
+  uint32_t next_serial_ = 0;
+  bool serial_seeded_ = false;
+
+  // The listener runs while there are exports or pending connections (and briefly after, so that
+  // export/release cycles do not restart it). Written under mu_; the listener reads pending_ and
+  // wake_fd_ without it, being the only writer while it runs.
+  std::thread* thread_ = nullptr;
+  pid_t thread_pid_ = 0;
+  bool thread_exited_ = false;  // serve() returned or is returning; join before restarting
+  bool stop_ = false;
+  int wake_fd_ = -1;
+  std::vector<PendingPeer> pending_;  // in the order accepted
+};
+
+}  // namespace aclvmm::dev::emu

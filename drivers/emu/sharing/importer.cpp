@@ -1,0 +1,182 @@
+// EmuSharing's importer side: the local shortcut (an own export onto another device), and the
+// request to another process's listener, whose reply is believed only after every check.
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <new>
+#include <utility>
+
+#include "drivers/emu/device/physical_object.h"
+#include "drivers/emu/memfd_memory.h"
+#include "drivers/emu/sharing/counters.h"
+#include "drivers/emu/sharing/emu_sharing.h"
+#include "drivers/emu/sharing/token.h"
+#include "drivers/injection_steps.h"
+
+namespace aclvmm::dev::emu {
+
+using share::TokenFields;
+using share::wire::Reply;
+using share::wire::Request;
+
+namespace {
+
+constexpr int kImportTimeoutMs = 5000;  // bound on every wait for an exporter
+
+Result fail(int errno_value) { return Result::from_errno(errno_value); }
+
+// Importers see the page size the memory really has: APP "normal" pages are huge.
+PageType real_page_type(PageType t) { return t == PageType::kNormal ? PageType::kHuge : t; }
+
+// A new, uncharged object over `bytes` (the bytes are charged where they were created).
+Result adopt_object(const PhysicalProperties& exporter, std::shared_ptr<drv::PhysicalMemory> bytes,
+                    DeviceIndex exporter_device, ImportedMemory* out) {
+  PhysicalProperties props = exporter;
+  props.page_type = real_page_type(props.page_type);
+  props.imported = true;
+  auto* object = new (std::nothrow) EmuPhysical(props, std::move(bytes), nullptr);
+  if (object == nullptr) return fail(ENOMEM);
+  out->memory = object->id();
+  out->properties = props;
+  out->exporter_device = exporter_device;
+  return Result::success();
+}
+
+}  // namespace
+
+bool EmuSharing::served_by_exporter(int fd, const drv::emu::PeerInfo& server, uint32_t share_id) {
+  if (server.pid <= 0) return false;  // invisible from here: not a process this token can name
+  if (share::share_id_names(share_id, server.pid)) return true;
+  // An importer in an ancestor pid namespace sees the exporter under another pid; the token has
+  // the exporter's own (the last of its NSpid chain).
+  return share::share_id_names(share_id, transport_.peer_pid_in_own_namespace(fd));
+}
+
+int EmuSharing::exchange(uint64_t token, uint32_t kind, int device, Reply* rep, int* mem_fd) {
+  if (mem_fd) *mem_fd = -1;
+  const uint32_t share_id = TokenFields::unpack(token).share_id;
+  int fd = -1;
+  drv::emu::PeerInfo server;
+  int rc = transport_.connect(share_id, kImportTimeoutMs, &fd, &server);
+  if (rc != 0) return rc;
+  if (!served_by_exporter(fd, server, share_id)) {
+    // Anyone may bind a free name. Whoever did is not asked anything, so it learns nothing and
+    // cannot answer with memory of its own.
+    transport_.close(fd);
+    share::counters().impostors.fetch_add(1);
+    char line[200];
+    std::snprintf(line, sizeof line,
+                  "shareable handle 0x%llx: the process listening on its endpoint (pid %d, uid %u) "
+                  "is not its exporter; treated as unknown",
+                  static_cast<unsigned long long>(token), server.pid, server.uid);
+    listener_.log(Severity::kWarning, "DRV", line);
+    return -ESRCH;
+  }
+  Request req{share::wire::kMagic, kind, token, device, 0};
+  int got = -1;
+  rc = transport_.send(fd, &req, sizeof req, -1);
+  if (rc == 0) rc = transport_.recv(fd, rep, sizeof *rep, &got, kImportTimeoutMs);
+  transport_.close(fd);
+  if (mem_fd) {
+    *mem_fd = got;
+  } else if (got >= 0) {
+    transport_.close(got);
+  }
+  return rc;
+}
+
+bool EmuSharing::import_local(uint64_t token, DeviceIndex device, ImportedMemory* out,
+                              Result* result) {
+  std::lock_guard lock(mu_);
+  const Export* e = own_export_locked(ShareToken{token});
+  if (e == nullptr) return false;
+  const Location where = e->properties.location;
+  if (where.kind != Location::Kind::kDevice || where.id == device) {
+    *result = fail(EACCES);  // a process cannot import its own export onto the same device
+    return true;
+  }
+  *result = adopt_object(e->properties, e->bytes, where.id, out);
+  return true;
+}
+
+Result EmuSharing::fetch_remote(uint64_t token, DeviceIndex device, ImportedMemory* out) {
+  Reply rep{};
+  int mem_fd = -1;
+  int rc = exchange(token, share::wire::kImport, device, &rep, &mem_fd);
+  // Closes the received descriptor on every path that does not hand it to adopt.
+  struct FdGuard {
+    share::GatedTransport& transport;
+    int* fd;
+    ~FdGuard() {
+      if (*fd >= 0) transport.close(*fd);
+    }
+  } fd_guard{transport_, &mem_fd};
+  // Nobody (or not the exporter) serves the id, or the exporter vanished mid-handshake (it
+  // exited or released the token): nothing to import.
+  if (rc == -ECONNREFUSED || rc == -ENOENT || rc == -ESRCH || rc == 0 || rc == -ECONNRESET ||
+      rc == -EPIPE) {
+    return fail(EFAULT);
+  }
+  if (rc == -ETIMEDOUT) return fail(ETIMEDOUT);
+  if (rc < 0) return fail(EPROTO);  // the exporter did not answer
+  const char* defect = rc != static_cast<int>(sizeof rep) || rep.magic != share::wire::kMagic
+                           ? "not a reply"
+                           : share::wire::reply_defect(rep, device_count_);
+  if (defect == nullptr && rep.code == 0 && mem_fd < 0) defect = "no memory attached";
+  if (defect != nullptr) {
+    share::counters().bad_replies.fetch_add(1);
+    char line[200];
+    std::snprintf(line, sizeof line,
+                  "the exporter of 0x%llx sent a malformed reply (%s); nothing was imported",
+                  static_cast<unsigned long long>(token), defect);
+    listener_.log(Severity::kWarning, "DRV", line);
+    return fail(EINVAL);
+  }
+  if (rep.code == share::wire::kUnknownToken) return fail(EFAULT);
+  if (rep.code != 0) return fail(EACCES);  // not on the whitelist (or listed before it started)
+  const int fd = mem_fd;
+  mem_fd = -1;  // adopt owns it from here
+  std::shared_ptr<drv::PhysicalMemory> bytes;
+  if (Result r = gate_.check(steps::kEmuMemfdAdopt); !r.ok()) {
+    transport_.close(fd);
+    return r;
+  }
+  rc = drv::emu::MemfdMemory::adopt(fd, rep.size, &bytes);
+  if (rc == -EMEDIUMTYPE || rc == -EACCES || rc == -EPERM || rc == -EINVAL) {
+    // Not memory as an exporter of emu sends it (not a memfd, not open for reading and writing,
+    // not sealed, not the announced size).
+    share::counters().bad_replies.fetch_add(1);
+    char line[200];
+    std::snprintf(line, sizeof line,
+                  "the memory the exporter of 0x%llx sent was refused (errno %d)",
+                  static_cast<unsigned long long>(token), -rc);
+    listener_.log(Severity::kWarning, "DRV", line);
+    return fail(EINVAL);
+  }
+  if (rc != 0) return Result::from_raw(rc);
+  PhysicalProperties props;
+  props.location = share::wire::location_of(rep.side, rep.device);
+  props.page_type = static_cast<PageType>(rep.page_type);
+  props.mem_type = static_cast<MemType>(rep.mem_type);
+  props.size = rep.size;
+  const DeviceIndex exporter = rep.side == share::wire::kSideDevice ? rep.device : kNoDevice;
+  return adopt_object(props, std::move(bytes), exporter, out);
+}
+
+Result EmuSharing::import_memory(ShareToken token, DeviceIndex device, ImportedMemory* out) {
+  if (out == nullptr || device < 0 || device >= device_count_) return fail(EINVAL);
+  if (!TokenFields::well_formed(token.value)) return fail(EFAULT);
+  Result local;
+  if (import_local(token.value, device, out, &local)) return local;
+  return fetch_remote(token.value, device, out);
+}
+
+Result EmuSharing::import_fabric(const FabricToken& fabric, DeviceIndex device,
+                                 ImportedMemory* out) {
+  ShareToken token;
+  if (Result r = token_of_fabric(fabric, &token); !r.ok()) return r;
+  return import_memory(token, device, out);
+}
+
+}  // namespace aclvmm::dev::emu

@@ -1,0 +1,95 @@
+// The emu backend's share transport (emu-internal: only EmuSharing uses it): Linux abstract unix
+// sockets, one per exported share id.
+//
+// Abstract names (sun_path[0] == '\0') live in the network namespace, not the filesystem, so
+// nothing is left behind when an exporter crashes: the name is freed with its last descriptor, and
+// the kernel refuses a second bind of a live name, which makes share ids unique among live tokens.
+// Anyone in the same network namespace can connect, and anyone can bind a name nobody holds: the
+// exporter decides from the importer's kernel-verified credentials (SO_PEERCRED), and the importer
+// checks the listener's the same way (on a connecting socket SO_PEERCRED reports the listener),
+// never from what the other side says.
+//
+// Timeouts follow poll(2): a negative timeout_ms means no limit. recv() and poll() take 0 as "do not
+// wait"; connect() cannot express that with socket timeouts and waits at least 1 ms.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+
+namespace aclvmm::drv::emu {
+
+// Who is on the other end of a connection, as the kernel reports it (never what the peer says).
+struct PeerInfo {
+  int pid = 0;               // in this process's pid namespace; 0 when it is not visible here
+  unsigned uid = 0;
+  uint64_t start_time = 0;   // process start, in the units of ShareTransport::share_clock() (accept only)
+};
+
+// How processes find each other to share memory: no daemon; every exported token is a listening
+// endpoint of the exporting process, named by its 32-bit share id, so the kernel guarantees
+// uniqueness among live tokens and the endpoint vanishes with the process. Connections carry small
+// fixed-size messages and at most one file descriptor each. A name proves nothing: anyone may
+// bind a free one, so both sides identify each other by what the kernel reports.
+class ShareTransport {
+ public:
+  virtual ~ShareTransport() = default;
+  // -EADDRINUSE when another live endpoint has this id.
+  virtual int listen(uint32_t share_id, int* fd) = 0;
+  // -ECONNREFUSED / -ENOENT when nobody serves the id; waits at most timeout_ms. *server is the
+  // process that listens there (its credentials when it called listen; no start_time).
+  virtual int connect(uint32_t share_id, int timeout_ms, int* fd, PeerInfo* server) = 0;
+  // The pid of the process on the other end of `fd` as its own pid namespace numbers it (what
+  // getpid() returns there), or 0 when the kernel cannot tell (no SO_PEERPIDFD, process gone).
+  virtual int peer_pid_in_own_namespace(int fd) = 0;
+  // -EAGAIN when no connection waits; -EMFILE / -ENFILE / -ENOBUFS / -ENOMEM when there is no
+  // room for one now (it stays queued).
+  virtual int accept(int listen_fd, int* conn, PeerInfo* peer) = 0;
+  // Sends one message, with `pass_fd` attached unless it is -1.
+  virtual int send(int fd, const void* msg, size_t n, int pass_fd) = 0;
+  // Receives one message of at most n bytes within timeout_ms (-ETIMEDOUT); *got_fd is the
+  // attached descriptor or -1. Returns the message length or -errno; 0 when the peer closed.
+  virtual int recv(int fd, void* msg, size_t n, int* got_fd, int timeout_ms) = 0;
+  // Waits until one of `fds` is readable or timeout_ms passes (negative: no limit); sets ready[i]
+  // per fd.
+  virtual int poll(const int* fds, bool* ready, size_t count, int timeout_ms) = 0;
+  virtual void close(int fd) = 0;
+  // A wake object for a thread sleeping in poll(): readable from wake() until drain_wake().
+  virtual int open_wake(int* fd) = 0;
+  virtual void wake(int fd) = 0;
+  virtual void drain_wake(int fd) = 0;
+  // Start time of process `pid` (same units as PeerInfo::start_time), or 0 if it is gone.
+  virtual uint64_t process_start_time(int pid) = 0;
+  // The current time in those units: a whitelist entry stamped now predates every process that
+  // starts later.
+  virtual uint64_t share_clock() = 0;
+  // A random 32-bit value (where the serials of share ids start).
+  virtual uint32_t random_u32() = 0;
+};
+
+
+class UnixShareTransport final : public ShareTransport {
+ public:
+  int listen(uint32_t share_id, int* fd) override;
+  int connect(uint32_t share_id, int timeout_ms, int* fd, PeerInfo* server) override;
+  // Reads the NSpid line of the peer's pidfd (/proc/self/fdinfo), Linux >= 6.5.
+  int peer_pid_in_own_namespace(int fd) override;
+  int accept(int listen_fd, int* conn, PeerInfo* peer) override;
+  // A zero-length message is refused (-EINVAL): the receiver could not tell it from a hang-up.
+  int send(int fd, const void* msg, size_t n, int pass_fd) override;
+  // A message longer than n gives -EMSGSIZE (its attached descriptor is closed): a sequenced
+  // packet's tail is discarded by the kernel, and a cut message must not pass for a whole one.
+  int recv(int fd, void* msg, size_t n, int* got_fd, int timeout_ms) override;
+  // A hang-up or error on an fd counts as readable, so the caller's next recv sees it.
+  int poll(const int* fds, bool* ready, size_t count, int timeout_ms) override;
+  void close(int fd) override;
+  // An eventfd (close-on-exec, non-blocking).
+  int open_wake(int* fd) override;
+  void wake(int fd) override;
+  void drain_wake(int fd) override;
+  uint64_t process_start_time(int pid) override;
+  uint64_t share_clock() override;
+  uint32_t random_u32() override;
+};
+
+}  // namespace aclvmm::drv::emu
