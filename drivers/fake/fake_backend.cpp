@@ -28,7 +28,8 @@ FakeBackend::FakeBackend(const FakeConfig& config, BackendListener& listener)
       devices_(machine_),
       physical_(machine_),
       host_(machine_),
-      mmu_(machine_, physical_) {}
+      mmu_(machine_, physical_),
+      blocks_(machine_, physical_, mmu_) {}
 
 std::string FakeBackend::describe(Result result) const { return "fake: " + result_text(result); }
 

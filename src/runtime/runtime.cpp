@@ -155,7 +155,6 @@ Status Runtime::start_locked() {
   ACLVMM_ASSIGN_OR_RETURN(device_, open_device(cfg));
   ACLVMM_ASSIGN_OR_RETURN(const Config* published, config_.publish(std::move(cfg)));
   const Config& config = *published;
-  space_.set_host_access_open(config.host_access_open);
   space_.attach_device(device_);
   devices_.assign(config.device_count, Device{});
   // Best effort: without a segment the pools simply have no mirror.

@@ -1,4 +1,5 @@
-// aclrtMalloc and aclrtMallocHost: whole allocations that carry their own physical memory.
+// aclrtMalloc and aclrtMallocHost: whole allocations that carry their own physical memory, one
+// BlockAllocator call each (D10); the policy's page size and the ACL padding are computed here.
 #include "vmm/vmm.h"
 
 namespace aclvmm::vmm {
@@ -53,12 +54,13 @@ StatusOr<uint64_t> Vmm::device_malloc(uint64_t size, int policy) {
   }
   auto phys = new_allocation(Side::kDevice, dev, bytes, "aclrtMalloc");
   phys->charge = std::make_unique<Charge>(pool, bytes);
-  drv::PhysicalRequest req;
-  req.size = bytes;
-  int rc = rt_.backend().create_physical(req, &phys->memory);
-  if (rc != 0) return Error(code_from_errno(rc), "the backend could not create device memory");
-  return space_.add_device_malloc(bytes, size, static_cast<uint32_t>(page), dev,
-                                      std::move(phys));
+  BlockSpec block;
+  block.kind = RegionKind::kDeviceMalloc;
+  block.size = bytes;
+  block.requested = size;
+  block.page_size = static_cast<uint32_t>(page);
+  block.device = dev;
+  return space_.add_block(block, std::move(phys));
 }
 
 Status Vmm::device_free(uint64_t ptr) {
@@ -78,11 +80,11 @@ StatusOr<uint64_t> Vmm::host_malloc(uint64_t size) {
   }
   auto phys = new_allocation(Side::kHost, 0, bytes, "aclrtMallocHost");
   phys->charge = std::make_unique<Charge>(pool, bytes);
-  drv::PhysicalRequest req;
-  req.size = bytes;
-  int rc = rt_.backend().create_physical(req, &phys->memory);
-  if (rc != 0) return Error(code_from_errno(rc), "the backend could not create host memory");
-  return space_.add_host_pinned(bytes, size, std::move(phys));
+  BlockSpec block;
+  block.kind = RegionKind::kHostPinned;
+  block.size = bytes;
+  block.requested = size;
+  return space_.add_block(block, std::move(phys));
 }
 
 Status Vmm::host_free(uint64_t ptr) {

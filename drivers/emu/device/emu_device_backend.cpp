@@ -30,7 +30,8 @@ EmuDeviceBackend::EmuDeviceBackend(const EmulationOptions& options, BackendListe
       devices_(options, ledger_, host_),
       physical_(ledger_, listener, options.device_count, host_.numa_node_count(),
                 capabilities_.giant_page != 0),
-      mmu_(listener, options.host_access_open) {}
+      mmu_(listener, options.host_access_open),
+      blocks_(physical_, mmu_, options.device_count) {}
 
 Result EmuDeviceBackend::open(const BackendOptions& options, BackendListener& listener,
                               std::unique_ptr<DeviceBackend>* out) {

@@ -1,7 +1,8 @@
 // EmuDeviceBackend: the emulated NPU behind the device interface (docs/device-interface.md,
-// migration steps 1–2). It has its devices (devices.h), the host services shared with hal
-// (drivers/host/), physical memory (physical_allocator.h) over today's emu modules, and the
-// device MMU with its page table and CPU views (device_mmu.h, step 2); every
+// migration steps 1–2b). It has its devices (devices.h), the host services shared with hal
+// (drivers/host/), physical memory (physical_allocator.h) over today's emu modules, the
+// device MMU with its page table and CPU views (device_mmu.h, step 2) and blocks (blocks.h,
+// step 2b); every
 // other unit answers kNotSupported until its migration step gives it one (unsupported_units.h),
 // and the capabilities claim nothing of those.
 //
@@ -17,6 +18,7 @@
 #include <string>
 
 #include "drivers/device_backend.h"
+#include "drivers/emu/device/blocks.h"
 #include "drivers/emu/device/capacity.h"
 #include "drivers/emu/device/device_mmu.h"
 #include "drivers/emu/device/devices.h"
@@ -39,6 +41,7 @@ class EmuDeviceBackend final : public PartialBackend {
   DeviceManager& devices() override { return devices_; }
   PhysicalAllocator& physical() override { return physical_; }
   DeviceMmu& mmu() override { return mmu_; }
+  BlockAllocator& blocks() override { return blocks_; }
   HostServices& host() override { return host_; }
 
   std::string describe(Result result) const override;
@@ -56,7 +59,8 @@ class EmuDeviceBackend final : public PartialBackend {
   EmuDevices devices_;
   EmuPhysicalAllocator physical_;
   EmuLegacyBridge legacy_;
-  EmuDeviceMmu mmu_;  // last: its destructor drops the objects still mapped
+  EmuDeviceMmu mmu_;  // its destructor drops the objects still mapped or allocated as blocks
+  EmuBlocks blocks_;  // over physical_ and mmu_; holds nothing of its own
 };
 
 }  // namespace aclvmm::dev::emu

@@ -13,6 +13,7 @@
 #include "acl/acl_base.h"
 #include "base/handle_table.h"
 #include "base/status.h"
+#include "unit/testing/test_device.h"
 #include "unit/testing/window_releasing_backend.h"
 #include "vmm/address_space.h"
 #include "vmm/managed.h"
@@ -77,6 +78,8 @@ class VmmOverStandIn : public ::testing::Test {
     Status claimed = space_->claim_windows(&backend_);
     ASSERT_TRUE(claimed.ok()) << claimed.message();
     managed_.attach(&backend_, space_->uvm_window(), space_->uvm_window_size());
+    // aclrtMalloc blocks come from the device backend (BlockAllocator), as the runtime attaches it.
+    space_->attach_device(testing::open_test_device());
   }
   void TearDown() override {
     vmm_.reset();
