@@ -69,9 +69,12 @@ Result FakeMmu::map(uint64_t va, uint64_t size, PhysicalId memory, uint64_t offs
   e.offset = offset;
   e.owner = props.location;
   e.granule = static_cast<uint32_t>(granule);
-  if (initial == InitialAccess::kOwnerReadWrite) {
-    set_flags(e,
-              props.location.kind == Location::Kind::kDevice ? props.location : Location::host(),
+  return insert_locked(va, e, initial == InitialAccess::kOwnerReadWrite);
+}
+
+Result FakeMmu::insert_locked(uint64_t va, Entry e, bool owner_read_write) {
+  if (owner_read_write) {
+    set_flags(e, e.owner.kind == Location::Kind::kDevice ? e.owner : Location::host(),
               Access::kReadWrite);
   }
   try {
@@ -79,7 +82,7 @@ Result FakeMmu::map(uint64_t va, uint64_t size, PhysicalId memory, uint64_t offs
   } catch (const std::bad_alloc&) {
     return Result::from_errno(ENOMEM);
   }
-  physical_.hold_locked(memory);
+  physical_.hold_locked(e.memory);
   return Result::success();
 }
 
@@ -102,15 +105,7 @@ Result FakeMmu::map_block_locked(uint64_t va, uint64_t size, uint64_t span, Phys
   e.granule = static_cast<uint32_t>(machine_.config().page_size);
   e.kind = kind;
   e.page_size = page_size;
-  set_flags(e, live->location.kind == Location::Kind::kDevice ? live->location : Location::host(),
-            Access::kReadWrite);
-  try {
-    mappings_.emplace(va, e);
-  } catch (const std::bad_alloc&) {
-    return Result::from_errno(ENOMEM);
-  }
-  physical_.hold_locked(memory);
-  return Result::success();
+  return insert_locked(va, e, /*owner_read_write=*/true);
 }
 
 Result FakeMmu::unmap_block_locked(uint64_t va, PhysicalId* memory) {

@@ -64,6 +64,8 @@ class FakeMmu final : public DeviceMmu {
   };
   // Under the lock: whether [va, va+size) overlaps an entry.
   bool overlaps(uint64_t va, uint64_t size) const;
+  // Under the lock: records e at va (its owner read-write if asked) and holds its memory.
+  Result insert_locked(uint64_t va, Entry e, bool owner_read_write);
   // Under the lock: the mapping containing va, or nullptr.
   const Entry* containing(uint64_t va, uint64_t* start) const;
   static Access flags_of(const Entry& e, Location location);

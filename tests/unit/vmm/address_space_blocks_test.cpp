@@ -9,29 +9,15 @@
 #include <memory>
 
 #include "drivers/injection_steps.h"
-#include "unit/testing/test_device.h"
-#include "unit/testing/window_releasing_backend.h"
+#include "unit/testing/address_space_fixture.h"
 #include "vmm/address_space.h"
 #include "vmm/physical.h"
 
 namespace aclvmm {
 namespace {
 
-class AddressSpaceBlocksTest : public ::testing::Test {
+class AddressSpaceBlocksTest : public testing::AddressSpaceOverDevice {
  protected:
-  void SetUp() override {
-    backend_ = std::make_unique<WindowReleasingBackend>();
-    ASSERT_TRUE(backend_->ok());
-    as_ = std::make_unique<AddressSpace>();
-    ASSERT_TRUE(as_->claim_windows(backend_.get()).ok());
-    device_ = testing::open_test_device();
-    as_->attach_device(device_);
-  }
-  void TearDown() override {
-    as_.reset();
-    device_.reset();
-    backend_.reset();
-  }
   // The core's record of a block, as vmm_malloc makes it: no memory until the block gives it.
   static std::shared_ptr<PhysicalAllocation> record(Side side, int device, uint64_t size) {
     auto p = std::make_shared<PhysicalAllocation>();
@@ -45,10 +31,6 @@ class AddressSpaceBlocksTest : public ::testing::Test {
     dev::AddressInfo info;
     return device_->mmu().query(va, &info).ok() ? info.kind : dev::AddressInfo::Kind::kUnmapped;
   }
-
-  std::unique_ptr<WindowReleasingBackend> backend_;
-  std::shared_ptr<dev::DeviceBackend> device_;
-  std::unique_ptr<AddressSpace> as_;
 };
 
 TEST_F(AddressSpaceBlocksTest, BlocksAreTheDevicesAndGoBackToIt) {
