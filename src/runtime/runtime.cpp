@@ -167,6 +167,7 @@ Status Runtime::start_locked() {
       pools_.push_back(devices_[i].pool);
     }
     host_pool_ = std::make_shared<MemoryPool>(backend_->host_memory_total());
+    connect_pools(device_, pools_, host_pool_);  // the device's ledger is their authority (D8)
   }
   trace::open(config.trace_file);
   started_.store(true, std::memory_order_release);

@@ -268,7 +268,8 @@ dev::PageType block_page_type(uint32_t page_size) {
 }  // namespace
 
 StatusOr<uint64_t> AddressSpace::add_block(const BlockSpec& spec,
-                                           std::shared_ptr<PhysicalAllocation> phys) {
+                                           std::shared_ptr<PhysicalAllocation> phys,
+                                           dev::Condition* refused) {
   const bool host = spec.kind == RegionKind::kHostPinned;
   const uint64_t align = !host && spec.size >= kGiB ? kGiB : kChunk;
   const uint64_t span = round_up(spec.size, align);
@@ -295,6 +296,7 @@ StatusOr<uint64_t> AddressSpace::add_block(const BlockSpec& spec,
   dev::Block block;
   const dev::Result made = device_->blocks().allocate(request, &block);
   if (!made.ok()) {
+    if (refused != nullptr) *refused = made.condition();
     window.free(base, span);
     return device_error(*device_, made, std::string("the backend could not allocate ") +
                                             std::to_string(spec.size) + " bytes of " +

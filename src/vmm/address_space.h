@@ -167,8 +167,10 @@ class AddressSpace {
   // page-table words and, for host blocks, CPU view in one call, D10) placed in the device or
   // host pinned window, recorded as a region with its single whole-region mapping. `phys` is the
   // core's record of it (side, device, size, charge); its memory is set to the block's bytes.
-  // Rolls back on failure: no range, no block.
-  StatusOr<uint64_t> add_block(const BlockSpec& spec, std::shared_ptr<PhysicalAllocation> phys);
+  // Rolls back on failure: no range, no block. `refused` (if given) gets the backend's reason when
+  // it was the backend that refused (kOutOfMemory: its ledger is full, D8).
+  StatusOr<uint64_t> add_block(const BlockSpec& spec, std::shared_ptr<PhysicalAllocation> phys,
+                               dev::Condition* refused = nullptr);
   // Removes a malloc region whose base is `base` and whose kind is `kind`.
   StatusOr<std::unique_ptr<Region>> remove_allocation(uint64_t base, RegionKind kind);
 

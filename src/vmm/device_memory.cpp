@@ -48,7 +48,7 @@ void DeviceMemory::reset() {
 }
 
 Status DeviceMemory::create(const std::shared_ptr<dev::DeviceBackend>& backend, drv::Backend& old,
-                            PhysicalAllocation& phys) {
+                            PhysicalAllocation& phys, dev::Condition* refused) {
   dev::LegacyMemory* bridge = backend->legacy_memory();
   if (bridge == nullptr) return no_bridge();
   const dev::PhysicalProperties props = properties_of(phys);
@@ -56,6 +56,7 @@ Status DeviceMemory::create(const std::shared_ptr<dev::DeviceBackend>& backend, 
   dev::PhysicalId id;
   const dev::Result r = backend->physical().create(spec, &id);
   if (!r.ok()) {
+    if (refused != nullptr) *refused = r.condition();
     return Error(device_code(r), "the backend could not create " + std::to_string(phys.size) +
                                  " bytes of physical memory: " + backend->describe(r));
   }
