@@ -18,6 +18,11 @@
 //   to offer). The owning device (kDevice) has read-write access; a host block is read-write for the
 //   CPU and reachable by every device through the host. Charged like PhysicalAllocator::create;
 //   kOutOfMemory when full.
+//   Transitional (until migration step 7 gives backends their windows): the core still owns the
+//   windows and places the block itself: `address` is the start it took from its window (2 MiB
+//   aligned, 1 GiB aligned from 1 GiB on), a range nothing else is mapped in. emu and fake put the
+//   block there (the fake checks it: kInvalidArgument and a violation otherwise); a backend with
+//   windows of its own (hal) ignores it.
 // - free(): a block address exactly as returned. The block's physical object (if any) dies with
 //   it; the core has stopped every copy naming it (it pins blocks as it pins mappings).
 //
@@ -39,6 +44,7 @@ struct BlockRequest {
   uint64_t size = 0;
   PageType page_type = PageType::kHuge;
   MemType mem_type = MemType::kHbm;  // kP2p*: MEM_ADVISE_P2P
+  uint64_t address = 0;              // transitional: where the core placed it (see above)
 };
 
 struct Block {

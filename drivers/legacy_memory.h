@@ -13,6 +13,10 @@
 //   know (a backend that validates ids).
 // - adopt(): a new PhysicalId over `memory` with `properties` (imported = true); charged to
 //   nobody; PhysicalAllocator::release ends it like any other id. *out only on success.
+// - charge()/uncharge(): the capacity of managed pages, which the core still keeps until step 6
+//   (its residency model): charged to the same capacity as every other memory at `location`, so
+//   the backend's ledger stays the one authority (D8) and reports them through usage_changed;
+//   kOutOfMemory when they do not fit.
 // - DeviceBackend::legacy_memory() is nullptr on a backend without drv objects (fake, hal): the
 //   core then has no old path to feed, and needs none once the migration is done.
 //
@@ -34,6 +38,8 @@ class LegacyMemory {
   virtual std::shared_ptr<drv::PhysicalMemory> memory(PhysicalId id) const = 0;
   virtual Result adopt(const PhysicalProperties& properties,
                        std::shared_ptr<drv::PhysicalMemory> memory, PhysicalId* out) = 0;
+  virtual Result charge(Location location, uint64_t bytes) = 0;
+  virtual void uncharge(Location location, uint64_t bytes) = 0;
 };
 
 }  // namespace aclvmm::dev

@@ -32,7 +32,8 @@ FakeBackend::FakeBackend(const FakeConfig& config, BackendListener& listener)
       physical_(machine_),
       host_(machine_),
       sharing_(machine_, physical_, config.world),
-      mmu_(machine_, physical_) {}
+      mmu_(machine_, physical_),
+      blocks_(machine_, physical_, mmu_) {}
 
 std::string FakeBackend::describe(Result result) const { return "fake: " + result_text(result); }
 

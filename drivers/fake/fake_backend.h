@@ -2,10 +2,10 @@
 // core's modules get unit tests that need no kernel, and which the conformance suite holds to
 // the same contracts as emu.
 //
-// Migration steps 1–2 give it the units emu has: devices (fake_devices.h), physical memory in
+// Migration steps 1–2b give it the units emu has: devices (fake_devices.h), physical memory in
 // byte stores (fake_physical.h), host services (fake_host.h), the device MMU (fake_mmu.h, step
-// 2), sharing between the "processes" of a FakeWorld (fake_sharing.h, step 5); the other units
-// answer kNotSupported
+// 2), blocks (fake_blocks.h, step 2b), sharing between the "processes" of a FakeWorld
+// (fake_sharing.h, step 5); the other units answer kNotSupported
 // (unsupported_units.h) until their steps. Everything a contract asks the core to guarantee is
 // checked and counted (violations(), fake_machine.h). No threads, no system call but malloc.
 //
@@ -21,6 +21,7 @@
 #include <string>
 
 #include "drivers/device_backend.h"
+#include "drivers/fake/fake_blocks.h"
 #include "drivers/fake/fake_devices.h"
 #include "drivers/fake/fake_host.h"
 #include "drivers/fake/fake_machine.h"
@@ -42,6 +43,7 @@ class FakeBackend final : public PartialBackend {
   PhysicalAllocator& physical() override { return physical_; }
   DeviceMmu& mmu() override { return mmu_; }
   Sharing& sharing() override { return sharing_; }
+  BlockAllocator& blocks() override { return blocks_; }
   HostServices& host() override { return host_; }
 
   std::string describe(Result result) const override;
@@ -75,6 +77,7 @@ class FakeBackend final : public PartialBackend {
   FakeHost host_;
   FakeSharing sharing_;  // after physical_: ends exports as objects are released
   FakeMmu mmu_;  // after physical_: its destructor lets go of what is still mapped
+  FakeBlocks blocks_;
 };
 
 // A fake behind the injection decorator in *out; *bare (if given) is the FakeBackend inside, valid

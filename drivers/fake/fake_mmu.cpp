@@ -62,20 +62,19 @@ Result FakeMmu::map(uint64_t va, uint64_t size, PhysicalId memory, uint64_t offs
     return machine_.violation("map: the range runs past the memory");
   }
   if (va + size < va) return machine_.violation("map: the range wraps");
-  auto next = mappings_.lower_bound(va);
-  if ((next != mappings_.end() && next->first < va + size) ||
-      (next != mappings_.begin() && std::prev(next)->first + std::prev(next)->second.size > va)) {
-    return machine_.violation("map: the range is already mapped");
-  }
+  if (overlaps(va, size)) return machine_.violation("map: the range is already mapped");
   Entry e;
   e.size = size;
   e.memory = memory;
   e.offset = offset;
   e.owner = props.location;
   e.granule = static_cast<uint32_t>(granule);
-  if (initial == InitialAccess::kOwnerReadWrite) {
-    set_flags(e,
-              props.location.kind == Location::Kind::kDevice ? props.location : Location::host(),
+  return insert_locked(va, e, initial == InitialAccess::kOwnerReadWrite);
+}
+
+Result FakeMmu::insert_locked(uint64_t va, Entry e, bool owner_read_write) {
+  if (owner_read_write) {
+    set_flags(e, e.owner.kind == Location::Kind::kDevice ? e.owner : Location::host(),
               Access::kReadWrite);
   }
   try {
@@ -83,14 +82,48 @@ Result FakeMmu::map(uint64_t va, uint64_t size, PhysicalId memory, uint64_t offs
   } catch (const std::bad_alloc&) {
     return Result::from_errno(ENOMEM);
   }
-  physical_.hold_locked(memory);
+  physical_.hold_locked(e.memory);
+  return Result::success();
+}
+
+bool FakeMmu::overlaps(uint64_t va, uint64_t size) const {
+  auto next = mappings_.lower_bound(va);
+  return (next != mappings_.end() && next->first < va + size) ||
+         (next != mappings_.begin() && std::prev(next)->first + std::prev(next)->second.size > va);
+}
+
+Result FakeMmu::map_block_locked(uint64_t va, uint64_t size, uint64_t span, PhysicalId memory,
+                                 AddressInfo::Kind kind, uint32_t page_size) {
+  if (va + span < va) return machine_.violation("block: the range wraps");
+  if (overlaps(va, span)) return machine_.violation("block: the range is already mapped");
+  const PhysicalProperties* live = physical_.live_locked(memory, "block: not a live physical id");
+  if (live == nullptr) return Result::from_errno(EINVAL);
+  Entry e;
+  e.size = size;
+  e.memory = memory;
+  e.owner = live->location;
+  e.granule = static_cast<uint32_t>(machine_.config().page_size);
+  e.kind = kind;
+  e.page_size = page_size;
+  return insert_locked(va, e, /*owner_read_write=*/true);
+}
+
+Result FakeMmu::unmap_block_locked(uint64_t va, PhysicalId* memory) {
+  auto it = mappings_.find(va);
+  if (it == mappings_.end() || it->second.kind == AddressInfo::Kind::kMapping) {
+    return machine_.violation("free: not the address of a block");
+  }
+  *memory = it->second.memory;
+  mappings_.erase(it);
+  physical_.let_go_locked(*memory);
   return Result::success();
 }
 
 Result FakeMmu::unmap(uint64_t va, uint64_t size) {
   std::lock_guard<std::mutex> lock(machine_.mutex());
   auto it = mappings_.find(va);
-  if (it == mappings_.end() || it->second.size != size) {
+  if (it == mappings_.end() || it->second.size != size ||
+      it->second.kind != AddressInfo::Kind::kMapping) {
     return machine_.violation("unmap: not exactly a mapping");
   }
   const PhysicalId memory = it->second.memory;
@@ -104,7 +137,8 @@ Result FakeMmu::set_access(uint64_t va, uint64_t size, const AccessGrant* grants
   std::lock_guard<std::mutex> lock(machine_.mutex());
   if (applied != nullptr) *applied = 0;
   auto it = mappings_.find(va);
-  if (it == mappings_.end() || it->second.size != size) {
+  if (it == mappings_.end() || it->second.size != size ||
+      it->second.kind != AddressInfo::Kind::kMapping) {
     return machine_.violation("set_access: not exactly a mapping");
   }
   if (grants == nullptr && count != 0) return machine_.violation("set_access: no grants");
@@ -157,12 +191,12 @@ Result FakeMmu::query(uint64_t va, AddressInfo* out) const {
   uint64_t start = 0;
   const Entry* e = containing(va, &start);
   if (e == nullptr) return Result::from_errno(ENOENT);
-  out->kind = AddressInfo::Kind::kMapping;
+  out->kind = e->kind;
   out->range = VaRange{start, e->size};
   out->memory = e->memory;
   out->offset = e->offset + (va - start);
   out->owner = e->owner;
-  out->page_size = static_cast<uint32_t>(2 * kMiB);
+  out->page_size = e->page_size;
   return Result::success();
 }
 

@@ -4,7 +4,8 @@
 // granules, runs past the memory, overlaps a mapping, is not exactly one mapping for unmap and
 // set_access). No CPU views: the CPU cannot dereference fake memory (no cpu_visible_*
 // capability); cpu_access() is the test's CPU, reading and writing through the page table with
-// the HOST rights a real CPU mapping would have.
+// the HOST rights a real CPU mapping would have. Blocks (fake_blocks.h) are entries too, of
+// their own kind.
 //
 // A mapping holds its physical object (FakePhysical::hold_locked), so a released object keeps
 // its bytes and its charge until it is unmapped.
@@ -37,7 +38,16 @@ class FakeMmu final : public DeviceMmu {
   // The test's CPU at va: n bytes read (or written) through the mapping there when the HOST may
   // (kBadAddress, -EFAULT, when it may not or nothing is mapped: where a real CPU faults).
   Result cpu_access(uint64_t va, void* buffer, size_t n, bool write);
+  // Mappings and blocks.
   size_t live_mappings() const;
+
+  // For the fake blocks (fake_blocks.h), under the machine's lock: a block's entry over
+  // [va, va+size) showing `memory` from offset 0, its owner read-write (the host: the CPU);
+  // `span` bytes from va unmapped (a violation otherwise; fake_blocks.h checks the alignment). Holds the object as a mapping does. unmap() and set_access() never reach a
+  // block; unmap_block_locked() does and answers the object it held.
+  Result map_block_locked(uint64_t va, uint64_t size, uint64_t span, PhysicalId memory,
+                          AddressInfo::Kind kind, uint32_t page_size);
+  Result unmap_block_locked(uint64_t va, PhysicalId* memory);
 
  private:
   struct Entry {
@@ -49,7 +59,13 @@ class FakeMmu final : public DeviceMmu {
     uint64_t dev_read = 0;
     uint64_t dev_write = 0;
     uint32_t granule = 0;
+    AddressInfo::Kind kind = AddressInfo::Kind::kMapping;  // or a block's
+    uint32_t page_size = 2 * kMiB;                         // what queries report
   };
+  // Under the lock: whether [va, va+size) overlaps an entry.
+  bool overlaps(uint64_t va, uint64_t size) const;
+  // Under the lock: records e at va (its owner read-write if asked) and holds its memory.
+  Result insert_locked(uint64_t va, Entry e, bool owner_read_write);
   // Under the lock: the mapping containing va, or nullptr.
   const Entry* containing(uint64_t va, uint64_t* start) const;
   static Access flags_of(const Entry& e, Location location);

@@ -15,7 +15,7 @@ FakePhysical::Object* FakePhysical::find(PhysicalId memory, const char* what) co
 }
 
 // Under the machine's lock.
-Result FakePhysical::check(const PhysicalSpec& spec) const {
+Result FakePhysical::check(const PhysicalSpec& spec, uint64_t granule) const {
   const FakeConfig& config = machine_.config();
   switch (spec.location.kind) {
     case Location::Kind::kDevice:
@@ -41,7 +41,7 @@ Result FakePhysical::check(const PhysicalSpec& spec) const {
   if (spec.page_type == PageType::kGiant && !config.giant_pages) {
     return Result::from_errno(EOPNOTSUPP);
   }
-  if (spec.size == 0 || spec.size % page_granule(spec.page_type) != 0) {
+  if (spec.size == 0 || spec.size % granule != 0) {
     return machine_.violation("create: the size is not a whole number of granules");
   }
   return Result::success();
@@ -50,7 +50,11 @@ Result FakePhysical::check(const PhysicalSpec& spec) const {
 Result FakePhysical::create(const PhysicalSpec& spec, PhysicalId* out) {
   std::lock_guard<std::mutex> lock(machine_.mutex());
   if (out == nullptr) return machine_.violation("create: no result pointer");
-  if (Result r = check(spec); !r.ok()) return r;
+  return create_locked(spec, page_granule(spec.page_type), out);
+}
+
+Result FakePhysical::create_locked(const PhysicalSpec& spec, uint64_t granule, PhysicalId* out) {
+  if (Result r = check(spec, granule); !r.ok()) return r;
   if (Result r = machine_.charge(spec.location, spec.size); !r.ok()) return r;
   PhysicalProperties props;
   props.location = spec.location;
@@ -69,6 +73,10 @@ Result FakePhysical::create(const PhysicalSpec& spec, PhysicalId* out) {
 
 Result FakePhysical::release(PhysicalId memory) {
   std::lock_guard<std::mutex> lock(machine_.mutex());
+  return release_locked(memory);
+}
+
+Result FakePhysical::release_locked(PhysicalId memory) {
   Object* object = find(memory, "release: not a live physical id");
   if (object == nullptr) return Result::from_errno(EINVAL);
   if (ends_export_ != nullptr) ends_export_(ends_export_context_, memory);

@@ -43,6 +43,11 @@ class FakePhysical final : public PhysicalAllocator {
   Result write(PhysicalId memory, uint64_t offset, const void* src, size_t n);
   size_t live_objects() const;
 
+  // For the fake blocks (fake_blocks.h), under the machine's lock: create() with the block's
+  // granule (the host page) instead of the page type's, and release().
+  Result create_locked(const PhysicalSpec& spec, uint64_t granule, PhysicalId* out);
+  Result release_locked(PhysicalId memory);
+
   // For the fake MMU, under the machine's lock: the properties of a live id, with one mapping's
   // (nullptr and a counted violation for a dead id); hold() adds one mapping's hold on a live
   // object, let_go() ends one.
@@ -77,7 +82,7 @@ class FakePhysical final : public PhysicalAllocator {
   };
   // Under the machine's lock: the live object `memory` names, or nullptr (then counted).
   Object* find(PhysicalId memory, const char* what) const;
-  Result check(const PhysicalSpec& spec) const;
+  Result check(const PhysicalSpec& spec, uint64_t granule) const;
 
   FakeMachine& machine_;
   std::map<uint64_t, std::unique_ptr<Object>> objects_;

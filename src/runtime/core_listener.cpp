@@ -50,6 +50,63 @@ CoreListener& core_listener() {
   return *listener;
 }
 
+namespace {
+
+size_t slot_of(dev::DeviceIndex device) {
+  return device >= 0 && device < dev::kMaxDevices ? static_cast<size_t>(device)
+                                                   : dev::kMaxDevices;
+}
+
+// Destroys the backend, then its listener (the backend may report until its last release).
+struct WithUsage {
+  DeviceUsage* usage;
+  void operator()(dev::DeviceBackend* backend) const {
+    delete backend;
+    delete usage;
+  }
+};
+
+}  // namespace
+
+void DeviceUsage::log(dev::Severity severity, const char* module, const char* message) noexcept {
+  core_listener().log(severity, module, message);
+}
+
+void DeviceUsage::residency_event(const dev::ResidencyEvent& event) noexcept {
+  core_listener().residency_event(event);
+}
+
+void DeviceUsage::usage_changed(dev::DeviceIndex device, int64_t delta_bytes) noexcept {
+  core_listener().usage_changed(device, delta_bytes);
+  if (MemoryPool* pool = pools_[slot_of(device)].load(std::memory_order_acquire)) {
+    pool->mirror(delta_bytes);
+  }
+}
+
+const std::atomic<bool>& DeviceUsage::injection_armed() const noexcept {
+  return core_listener().injection_armed();
+}
+
+int DeviceUsage::injected(const char* step) noexcept { return core_listener().injected(step); }
+
+void DeviceUsage::connect(dev::DeviceIndex device, std::shared_ptr<MemoryPool> pool) {
+  const size_t slot = slot_of(device);
+  owned_[slot] = std::move(pool);
+  pools_[slot].store(owned_[slot].get(), std::memory_order_release);
+}
+
+bool LedgerAuthority::charge(uint64_t bytes) {
+  const std::shared_ptr<dev::DeviceBackend> device = device_.lock();
+  dev::LegacyMemory* bridge = device ? device->legacy_memory() : nullptr;
+  return bridge != nullptr && bridge->charge(location_, bytes).ok();
+}
+
+void LedgerAuthority::uncharge(uint64_t bytes) {
+  const std::shared_ptr<dev::DeviceBackend> device = device_.lock();
+  dev::LegacyMemory* bridge = device ? device->legacy_memory() : nullptr;
+  if (bridge != nullptr) bridge->uncharge(location_, bytes);
+}
+
 StatusOr<std::shared_ptr<dev::DeviceBackend>> open_device(const Config& config) {
   dev::BackendOptions options;
   options.emulation.soc = config.product.soc;
@@ -59,17 +116,46 @@ StatusOr<std::shared_ptr<dev::DeviceBackend>> open_device(const Config& config) 
   options.emulation.host_access_open = config.host_access_open;
   options.emulation.host_numa = config.host_numa;
   options.emulation.visible_devices.assign(config.visible.begin(), config.visible.end());
+  auto* usage = new (std::nothrow) DeviceUsage();
+  if (usage == nullptr) {
+    return Error(ACL_ERROR_RT_MEMORY_ALLOCATION, "no memory to listen to the device backend");
+  }
   std::unique_ptr<dev::DeviceBackend> opened;
-  const dev::Result r = dev::open_device_backend(config.driver, options, &core_listener(), &opened);
+  const dev::Result r = dev::open_device_backend(config.driver, options, usage, &opened);
   if (!r.ok()) {
+    delete usage;
     return Error(code_from_errno(r.is_errno() ? -r.errno_value() : -EINVAL),
                  "the device backend " + config.driver + " could not be opened: " +
                      std::to_string(r.raw()));
   }
   try {
-    return std::shared_ptr<dev::DeviceBackend>(std::move(opened));
+    // On failure shared_ptr's constructor calls the deleter itself.
+    return std::shared_ptr<dev::DeviceBackend>(opened.release(), WithUsage{usage});
   } catch (const std::bad_alloc&) {
     return Error(ACL_ERROR_RT_MEMORY_ALLOCATION, "no memory to hold the device backend");
+  }
+}
+
+void connect_pools(const std::shared_ptr<dev::DeviceBackend>& device,
+                   const std::vector<std::shared_ptr<MemoryPool>>& pools,
+                   const std::shared_ptr<MemoryPool>& host) {
+  const WithUsage* with = std::get_deleter<WithUsage>(device);
+  if (with == nullptr) return;
+  try {
+    for (size_t d = 0; d < pools.size() && d < dev::kMaxDevices; ++d) {
+      if (!pools[d]) continue;
+      pools[d]->attach(std::make_shared<LedgerAuthority>(
+          device, dev::Location::device(static_cast<dev::DeviceIndex>(d))));
+      with->usage->connect(static_cast<dev::DeviceIndex>(d), pools[d]);
+    }
+    if (host) {
+      host->attach(std::make_shared<LedgerAuthority>(device, dev::Location::host()));
+      with->usage->connect(dev::kNoDevice, host);
+    }
+  } catch (const std::bad_alloc&) {
+    // A pool without its authority counts managed pages itself; the ledger still refuses blocks
+    // and physical memory, and its reports still reach the pools connected so far.
+    ACLVMM_LOG_WARN("RUNTIME", "no memory to connect the memory pools to the device backend");
   }
 }
 

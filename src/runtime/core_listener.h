@@ -7,11 +7,12 @@
 // does that work now (kLegacyStepNames), so both spellings keep working and count the same
 // executions.
 //
-// Usage: in migration step 2 the core's MemoryPools stay the capacity authority (aclrtMalloc
-// blocks are not the backend's yet, so only the pools see every charge) and feed the statistics
-// mirrors themselves; usage_changed is summed per location here (what the backend holds), which
-// tests compare with the pools, until the capacity step makes the ledger the authority and
-// these deltas the mirrors' source.
+// Usage (D8, migration step 2b): the backend's capacity ledger is the authority; it refuses
+// (kOutOfMemory, 207001 at the API) and reports every change through usage_changed. Each opened
+// backend reports to its own DeviceUsage (open_device), which moves the pools of the runtime
+// start that opened it (connect_pools: aclrtGetMemInfo's numbers and the statistics segment's
+// counters) and the process's sums here (reported_usage). Managed pages, still the core's until
+// step 6, charge the same ledger through their pool (LedgerAuthority).
 //
 // Threading: every method from any thread (backend threads included); injection takes the
 // registry's leaf lock only while a rule is armed; nothing else locks.
@@ -20,11 +21,13 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "base/status.h"
 #include "drivers/backend_listener.h"
 #include "drivers/device_backend.h"
 #include "runtime/config.h"
+#include "vmm/physical.h"
 
 namespace aclvmm {
 
@@ -47,8 +50,47 @@ class CoreListener final : public dev::BackendListener {
 // abandons).
 CoreListener& core_listener();
 
+// The listener of one opened backend: usage moves that start's pools and the process's sums;
+// everything else is core_listener()'s. Lives exactly as long as its backend.
+class DeviceUsage final : public dev::BackendListener {
+ public:
+  void log(dev::Severity severity, const char* module, const char* message) noexcept override;
+  void residency_event(const dev::ResidencyEvent& event) noexcept override;
+  void usage_changed(dev::DeviceIndex device, int64_t delta_bytes) noexcept override;
+  const std::atomic<bool>& injection_armed() const noexcept override;
+  int injected(const char* step) noexcept override;
+
+  // Once per location, before the start that opened the backend is published.
+  void connect(dev::DeviceIndex device, std::shared_ptr<MemoryPool> pool);
+
+ private:
+  std::shared_ptr<MemoryPool> owned_[dev::kMaxDevices + 1];
+  std::atomic<MemoryPool*> pools_[dev::kMaxDevices + 1] = {};
+};
+
+// A pool's authority: the ledger of one location of a backend (through LegacyMemory, until
+// managed memory moves in step 6). Holds the backend weakly: a pool never keeps it alive, and a
+// charge after the backend has gone is refused.
+class LedgerAuthority final : public CapacityAuthority {
+ public:
+  LedgerAuthority(std::weak_ptr<dev::DeviceBackend> device, dev::Location location)
+      : device_(std::move(device)), location_(location) {}
+  bool charge(uint64_t bytes) override;
+  void uncharge(uint64_t bytes) override;
+
+ private:
+  const std::weak_ptr<dev::DeviceBackend> device_;
+  const dev::Location location_;
+};
+
 // Opens the configured backend ("emu") with the options of `config` (the SoC's memory size when
-// ACLVMM_DEVICE_MEMORY is not set), behind the injection decorator, reporting to core_listener().
+// ACLVMM_DEVICE_MEMORY is not set), behind the injection decorator, reporting to a DeviceUsage of
+// its own.
 StatusOr<std::shared_ptr<dev::DeviceBackend>> open_device(const Config& config);
+// Makes `pools` (by physical device id) and `host` the mirrors of what `device` (from
+// open_device) reports, with its ledger as their authority. A no-op for another backend.
+void connect_pools(const std::shared_ptr<dev::DeviceBackend>& device,
+                   const std::vector<std::shared_ptr<MemoryPool>>& pools,
+                   const std::shared_ptr<MemoryPool>& host);
 
 }  // namespace aclvmm

@@ -158,7 +158,6 @@ Status Runtime::start_locked() {
   ACLVMM_ASSIGN_OR_RETURN(device_, open_device(cfg));
   ACLVMM_ASSIGN_OR_RETURN(const Config* published, config_.publish(std::move(cfg)));
   const Config& config = *published;
-  space_.set_host_access_open(config.host_access_open);
   space_.attach_device(device_);
   devices_.assign(config.device_count, Device{});
   // Best effort: without a segment the pools simply have no mirror.
@@ -171,6 +170,7 @@ Status Runtime::start_locked() {
       pools_.push_back(devices_[i].pool);
     }
     host_pool_ = std::make_shared<MemoryPool>(backend_->host_memory_total());
+    connect_pools(device_, pools_, host_pool_);  // the device's ledger is their authority (D8)
   }
   trace::open(config.trace_file);
   started_.store(true, std::memory_order_release);

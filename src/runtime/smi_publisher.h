@@ -3,7 +3,9 @@
 // The first runtime start creates <ACLVMM_SMI_DIR or /dev/shm>/aclvmm.<uid>.<pid>
 // (observability/smi_layout.h) through the backend; every start hands each device's MemoryPool a
 // UsageMirror, a counter inside the mapped segment that the pool adds to and subtracts from
-// together with its own count, and marks the segment active. Teardown marks it inactive (the
+// together with its own count, and marks the segment active. Since the device backend's ledger is
+// the capacity authority (docs/device-interface.md D8), those changes are the ledger's
+// usage_changed reports for that start's backend (runtime/core_listener.h, connect_pools). Teardown marks it inactive (the
 // monitor stops listing the process); process exit removes the file. A process that dies without
 // running its exit handlers leaves the file behind; monitors recognise it by the pid being gone or
 // having another start time.
@@ -16,7 +18,7 @@
 // teardown (memory still held by a late task) keeps adding to and subtracting from the same
 // counters, so they keep meaning "what this process holds", and aclFinalize/aclInit cycles do not
 // replace the file and its mapping each time. The counters are never reset: every charge is
-// paired with its uncharge, whichever pool generation made it.
+// paired with its uncharge, reported by the backend that made it to the pools of its own start.
 //
 // Publishing is best effort: a failure logs one WARNING per process and the application goes on.
 // The file is created so that no other user's file is ever adopted or replaced, and only in a

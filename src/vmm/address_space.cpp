@@ -5,6 +5,7 @@
 #include <new>
 
 #include "observability/log.h"
+#include "vmm/device_error.h"
 
 namespace aclvmm {
 namespace {
@@ -104,12 +105,12 @@ std::vector<std::unique_ptr<Region>> AddressSpace::clear() {
   std::vector<std::unique_ptr<Region>> out;
   for (auto& [base, region] : regions_) {
     unindex(*region);
-    for (auto& [va, m] : region->mappings) {
-      if (is_reservation(*region)) {
+    if (is_reservation(*region)) {
+      for (auto& [va, m] : region->mappings) {
         if (mmu_) (void)mmu_->unmap(m.va, m.size);  // the device MMU removes its CPU view too
-      } else if (m.cpu != drv::CpuAccess::kNone) {
-        backend_->unmap_cpu(m.va, m.size);
       }
+    } else if (device_) {
+      (void)device_->blocks().free(base);  // with its CPU view
     }
     if (region->kind == RegionKind::kNoUcReservation) backend_->release_window(base, region->span);
     out.push_back(std::move(region));
@@ -261,93 +262,80 @@ Status AddressSpace::release(uint64_t base) {
   return Status::Ok();
 }
 
-Status AddressSpace::cpu_apply(Mapping& m, drv::CpuAccess access) {
-  if (access == m.cpu) return Status::Ok();
-  int rc = access == drv::CpuAccess::kNone
-               ? backend_->unmap_cpu(m.va, m.size)
-               : backend_->map_cpu(m.va, m.size, *m.phys->memory, 0, access);
-  if (rc == 0 && access != drv::CpuAccess::kNone && m.phys->side == Side::kHostNuma) {
-    rc = backend_->bind_numa(m.va, m.size, m.phys->device);  // on failure: unmapped below
-  }
-  if (rc != 0) {
-    if (access != drv::CpuAccess::kNone) {
-      // A failed mmap may already have dropped the old mapping (the emu backend then puts the
-      // placeholder back): make the placeholder certain and say so, so that the caller's
-      // rollback maps the old access again instead of believing it is still there.
-      (void)backend_->unmap_cpu(m.va, m.size);
-      m.cpu = drv::CpuAccess::kNone;
-    }
-    return Error(code_from_errno(rc), "the CPU mapping at " + hex(m.va) +
-                                          " could not be changed: errno " + std::to_string(-rc));
-  }
-  m.cpu = access;
-  return Status::Ok();
+namespace {
+
+dev::PageType block_page_type(uint32_t page_size) {
+  if (page_size >= kGiB) return dev::PageType::kGiant;
+  return page_size >= kChunk ? dev::PageType::kHuge : dev::PageType::kNormal;
 }
 
-StatusOr<uint64_t> AddressSpace::add_device_malloc(uint64_t size, uint64_t requested,
-                                                   uint32_t page_size, int device,
-                                                   std::shared_ptr<PhysicalAllocation> phys) {
-  uint64_t align = size >= kGiB ? kGiB : kChunk;
-  uint64_t span = round_up(size, align);
-  std::unique_lock lock(mu_);
-  uint64_t base = 0;
-  if (!svm_.allocate(span, align, &base)) {
-    return Error(ACL_ERROR_RT_MEMORY_ALLOCATION, "the device address window is full");
-  }
-  auto region = std::make_unique<Region>();
-  region->kind = RegionKind::kDeviceMalloc;
-  region->base = base;
-  region->size = size;
-  region->span = span;
-  region->requested = requested;
-  region->device = device;
-  region->page_size = page_size;
-  region->created_by = "aclrtMalloc";
-  Mapping m;
-  m.va = base;
-  m.size = round_up(size, 4096);
-  m.phys = std::move(phys);
-  m.access.set_device(device, 3);
-  if (cpu_open_) {
-    Status st = cpu_apply(m, drv::CpuAccess::kReadWrite);
-    if (!st.ok()) {
-      svm_.free(base, span);
-      return st;
-    }
-  }
-  region->mappings.emplace(base, std::move(m));
-  index_malloc(*region);
-  regions_.emplace(base, std::move(region));
-  return base;
-}
+}  // namespace
 
-StatusOr<uint64_t> AddressSpace::add_host_pinned(uint64_t size, uint64_t requested,
-                                                 std::shared_ptr<PhysicalAllocation> phys) {
-  uint64_t span = round_up(size, kChunk);
+StatusOr<uint64_t> AddressSpace::add_block(const BlockSpec& spec,
+                                           std::shared_ptr<PhysicalAllocation> phys,
+                                           dev::Condition* refused) {
+  const bool host = spec.kind == RegionKind::kHostPinned;
+  const uint64_t align = !host && spec.size >= kGiB ? kGiB : kChunk;
+  const uint64_t span = round_up(spec.size, align);
+  VaAllocator& window = host ? host_ : svm_;
   std::unique_lock lock(mu_);
+  dev::LegacyMemory* bridge = device_ ? device_->legacy_memory() : nullptr;
+  if (bridge == nullptr) {
+    return Error(kAclInternalError,
+                 "the device backend gives no access to its memory for this runtime's copies");
+  }
   uint64_t base = 0;
-  if (!host_.allocate(span, kChunk, &base)) {
-    return Error(ACL_ERROR_RT_MEMORY_ALLOCATION, "the host pinned address window is full");
+  if (!window.allocate(span, align, &base)) {
+    return Error(ACL_ERROR_RT_MEMORY_ALLOCATION, host ? "the host pinned address window is full"
+                                                      : "the device address window is full");
   }
-  auto region = std::make_unique<Region>();
-  region->kind = RegionKind::kHostPinned;
-  region->base = base;
-  region->size = size;
-  region->span = span;
-  region->requested = requested;
-  region->created_by = "aclrtMallocHost";
-  Mapping m;
-  m.va = base;
-  m.size = size;
-  m.phys = std::move(phys);
-  m.access.host = 3;
-  Status st = cpu_apply(m, drv::CpuAccess::kReadWrite);
-  if (!st.ok()) {
-    host_.free(base, span);
-    return st;
+  // One backend call makes the memory, its page-table words and (host blocks) its CPU view (D10).
+  dev::BlockRequest request;
+  request.kind = host ? dev::BlockKind::kHostPinned : dev::BlockKind::kDevice;
+  request.device = host ? dev::kNoDevice : spec.device;
+  request.size = spec.size;
+  request.page_type = host ? dev::PageType::kNormal : block_page_type(spec.page_size);
+  request.mem_type = static_cast<dev::MemType>(phys->mem_type);
+  request.address = base;
+  dev::Block block;
+  const dev::Result made = device_->blocks().allocate(request, &block);
+  if (!made.ok()) {
+    if (refused != nullptr) *refused = made.condition();
+    window.free(base, span);
+    return device_error(*device_, made, std::string("the backend could not allocate ") +
+                                            std::to_string(spec.size) + " bytes of " +
+                                            (host ? "host" : "device") + " memory");
   }
-  region->mappings.emplace(base, std::move(m));
-  regions_.emplace(base, std::move(region));
+  try {
+    // The core's copies still reach the bytes the old way (legacy_memory.h, until step 3).
+    phys->memory = backend_->instrument(bridge->memory(block.memory));
+    auto region = std::make_unique<Region>();
+    region->kind = spec.kind;
+    region->base = base;
+    region->size = spec.size;
+    region->span = span;
+    region->requested = spec.requested;
+    region->device = host ? -1 : spec.device;
+    region->page_size = host ? 0 : spec.page_size;
+    region->created_by = host ? "aclrtMallocHost" : "aclrtMalloc";
+    Mapping m;
+    m.va = base;
+    m.size = round_up(spec.size, 4096);
+    m.phys = std::move(phys);
+    if (host) {
+      m.access.host = 3;
+    } else {
+      m.access.set_device(spec.device, 3);
+    }
+    region->mappings.emplace(base, std::move(m));
+    index_malloc(*region);
+    regions_.emplace(base, std::move(region));
+  } catch (const std::bad_alloc&) {
+    index_.clear(base, spec.size);  // a no-op unless index_malloc ran
+    (void)device_->blocks().free(base);
+    window.free(base, span);
+    return Error(ACL_ERROR_RT_MEMORY_ALLOCATION, "no memory to record the allocation");
+  }
   return base;
 }
 
@@ -360,16 +348,12 @@ StatusOr<std::unique_ptr<Region>> AddressSpace::remove_allocation(uint64_t base,
                      (kind == RegionKind::kHostPinned ? "aclrtMallocHost" : "aclrtMalloc") +
                      " allocation");
   }
-  // The CPU mapping goes first: if it cannot be removed, the allocation stays as it was
-  // (freeing it anyway would leave its memory mapped at an address the next allocation reuses).
-  for (auto& [va, m] : it->second->mappings) {
-    if (m.cpu == drv::CpuAccess::kNone) continue;
-    int rc = backend_->unmap_cpu(m.va, m.size);
-    if (rc != 0) {
-      return Error(code_from_errno(rc), "the CPU mapping at " + hex(m.va) +
-                                            " could not be removed: errno " + std::to_string(-rc));
-    }
-    m.cpu = drv::CpuAccess::kNone;
+  // The block goes first: if the backend keeps it (its CPU view cannot be removed), the
+  // allocation stays as it was (freeing it anyway would leave its memory mapped at an address
+  // the next allocation reuses). Copies in flight keep the bytes through their PhysicalAllocation.
+  const dev::Result freed = device_->blocks().free(base);
+  if (!freed.ok()) {
+    return device_error(*device_, freed, "the allocation at " + hex(base) + " could not be freed");
   }
   std::unique_ptr<Region> region = std::move(it->second);
   unindex(*region);

@@ -64,9 +64,6 @@ struct Mapping {
   uint64_t handle = 0;  // the token that was mapped (Retain gives the same value back)
   std::shared_ptr<PhysicalAllocation> phys;
   AccessRights access;
-  // What the kernel mapping at va allows: aclrtMalloc blocks only; the CPU views of VMM mappings
-  // are the device MMU's (drivers/emu/device/cpu_view.h).
-  drv::CpuAccess cpu = drv::CpuAccess::kNone;
   const char* created_by = "";
 };
 
@@ -117,6 +114,15 @@ struct Translation {
   std::vector<Segment> segments;
 };
 
+// An aclrtMalloc / aclrtMallocHost block as vmm_malloc computed it.
+struct BlockSpec {
+  RegionKind kind = RegionKind::kDeviceMalloc;  // or kHostPinned
+  uint64_t size = 0;       // the bytes it holds (padded and rounded to its page)
+  uint64_t requested = 0;  // what the application asked for
+  uint32_t page_size = 0;  // kDeviceMalloc: what pointer queries report
+  int device = 0;          // kDeviceMalloc: the owning physical device
+};
+
 struct PointerInfo {
   enum Kind { kDevice, kHost, kUnregistered, kManaged } kind = kUnregistered;
   int device = 0;           // physical device id for kDevice
@@ -142,9 +148,6 @@ class AddressSpace {
   // parent's windows could not be at the vendor's addresses (under a sanitizer the kernel places
   // them, and a second placement need not land in the same spot).
   Status claim_windows(drv::Backend* backend, const WindowPlaces& inherited = {});
-  // ACLVMM_HOST_ACCESS=open: every aclrtMalloc block is also mapped for the CPU (VMM mappings:
-  // the device backend's MMU decides, with the same option).
-  void set_host_access_open(bool open) { cpu_open_ = open; }
   // The device backend whose MMU programs every VMM mapping (each runtime start; the runtime
   // passes it, so this object needs no runtime of its own). Set before the first map.
   void attach_device(std::shared_ptr<dev::DeviceBackend> device) {
@@ -170,11 +173,14 @@ class AddressSpace {
   StatusOr<uint64_t> reserve(uint64_t size, uint64_t expect, bool no_uc, const char* api);
   Status release(uint64_t base);
 
-  // aclrtMalloc / aclrtMallocHost regions with their single whole-region mapping.
-  StatusOr<uint64_t> add_device_malloc(uint64_t size, uint64_t requested, uint32_t page_size,
-                                       int device, std::shared_ptr<PhysicalAllocation> phys);
-  StatusOr<uint64_t> add_host_pinned(uint64_t size, uint64_t requested,
-                                     std::shared_ptr<PhysicalAllocation> phys);
+  // aclrtMalloc / aclrtMallocHost: a block from the device backend (BlockAllocator: its memory,
+  // page-table words and, for host blocks, CPU view in one call, D10) placed in the device or
+  // host pinned window, recorded as a region with its single whole-region mapping. `phys` is the
+  // core's record of it (side, device, size, charge); its memory is set to the block's bytes.
+  // Rolls back on failure: no range, no block. `refused` (if given) gets the backend's reason when
+  // it was the backend that refused (kOutOfMemory: its ledger is full, D8).
+  StatusOr<uint64_t> add_block(const BlockSpec& spec, std::shared_ptr<PhysicalAllocation> phys,
+                               dev::Condition* refused = nullptr);
   // Removes a malloc region whose base is `base` and whose kind is `kind`.
   StatusOr<std::unique_ptr<Region>> remove_allocation(uint64_t base, RegionKind kind);
 
@@ -209,12 +215,10 @@ class AddressSpace {
   const Region* find_region(uint64_t va) const;
   Region* find_region(uint64_t va);
   bool in_windows(uint64_t va) const;
-  Status cpu_apply(Mapping& m, drv::CpuAccess access);
 
   drv::Backend* backend_ = nullptr;
   std::shared_ptr<dev::DeviceBackend> device_;
   dev::DeviceMmu* mmu_ = nullptr;  // device_'s, fetched once
-  bool cpu_open_ = false;
   // Publishes what pointer queries answer for the mappings of r (or all of r, a malloc block).
   void index_mapping(const Mapping& m);
   void index_malloc(const Region& r);

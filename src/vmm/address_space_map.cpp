@@ -2,6 +2,7 @@
 #include <mutex>
 
 #include "vmm/address_space.h"
+#include "vmm/device_error.h"
 
 namespace aclvmm {
 namespace {
@@ -16,12 +17,6 @@ Status drv_error(const std::string& msg) { return Error(ACL_ERROR_RT_DRV_INTERNA
 
 bool is_reservation(const Region& r) {
   return r.kind == RegionKind::kReservation || r.kind == RegionKind::kNoUcReservation;
-}
-
-// A failed device MMU call: its errno as the vendor driver maps it (behavior.md §0).
-Status mmu_error(dev::DeviceBackend& device, dev::Result r, const std::string& what) {
-  const int code = code_from_errno(r.is_errno() ? -r.errno_value() : -EIO);
-  return Error(code, what + ": " + device.describe(r));
 }
 
 dev::AccessGrant grant_of(const AccessChange& c) {
@@ -96,7 +91,7 @@ Status AddressSpace::map(uint64_t va, uint64_t size, uint64_t handle,
       mmu_->map(va, size, m.phys->device_memory.id(), 0,
                 no_access ? dev::InitialAccess::kNone : dev::InitialAccess::kOwnerReadWrite);
   if (!programmed.ok()) {
-    return mmu_error(*device_, programmed, "the mapping at " + hex(va) + " could not be made");
+    return device_error(*device_, programmed, "the mapping at " + hex(va) + " could not be made");
   }
   r->bound = true;
   r->bound_side = m.phys->side;
@@ -117,7 +112,7 @@ StatusOr<Mapping> AddressSpace::unmap(uint64_t va) {
   // A mapping the device MMU cannot remove (its CPU view stays) stays recorded as well.
   const dev::Result removed = mmu_->unmap(va, it->second.size);
   if (!removed.ok()) {
-    return mmu_error(*device_, removed, "the mapping at " + hex(va) + " could not be removed");
+    return device_error(*device_, removed, "the mapping at " + hex(va) + " could not be removed");
   }
   Mapping m = std::move(it->second);
   index_.clear(m.va, m.size);
@@ -193,7 +188,7 @@ Status AddressSpace::set_access(uint64_t va, uint64_t size, const std::vector<Ac
     size_t undone = 0;
     if (applied != 0) (void)mmu_->set_access(va, size, undo, applied, &undone);
     m.access = before;
-    return mmu_error(*device_, set, "the access of the mapping at " + hex(va) + " could not be set");
+    return device_error(*device_, set, "the access of the mapping at " + hex(va) + " could not be set");
   }
   return Status::Ok();
 }
@@ -221,7 +216,7 @@ StatusOr<int> AddressSpace::grant_peer(uint64_t va, uint64_t size, int device) {
   // that a refusal leaves the records as they were. Ids past the masks get nothing anywhere.
   if (device < 0 || device >= AccessRights::kMaxDevices) return -1;
   if (const dev::Result g = mmu_->grant_peer(va, size, device); !g.ok()) {
-    return mmu_error(*device_, g, "peer access to the range at " + hex(va) + " could not be given");
+    return device_error(*device_, g, "peer access to the range at " + hex(va) + " could not be given");
   }
   for (auto& [start, m] : r->mappings) {
     if (overlaps(m)) m.access.set_device(device, 3);

@@ -4,6 +4,7 @@
 #include <new>
 
 #include "observability/log.h"
+#include "vmm/device_error.h"
 #include "vmm/physical.h"
 
 namespace aclvmm {
@@ -27,8 +28,6 @@ dev::PhysicalProperties properties_of(const PhysicalAllocation& phys) {
   return props;
 }
 
-int code_of(dev::Result r) { return code_from_errno(r.is_errno() ? -r.errno_value() : -EIO); }
-
 Status no_bridge() {
   return Error(kAclInternalError,
                "the device backend gives no access to its memory for this runtime's copies");
@@ -49,7 +48,7 @@ void DeviceMemory::reset() {
 }
 
 Status DeviceMemory::create(const std::shared_ptr<dev::DeviceBackend>& backend, drv::Backend& old,
-                            PhysicalAllocation& phys) {
+                            PhysicalAllocation& phys, dev::Condition* refused) {
   dev::LegacyMemory* bridge = backend->legacy_memory();
   if (bridge == nullptr) return no_bridge();
   const dev::PhysicalProperties props = properties_of(phys);
@@ -57,7 +56,8 @@ Status DeviceMemory::create(const std::shared_ptr<dev::DeviceBackend>& backend, 
   dev::PhysicalId id;
   const dev::Result r = backend->physical().create(spec, &id);
   if (!r.ok()) {
-    return Error(code_of(r), "the backend could not create " + std::to_string(phys.size) +
+    if (refused != nullptr) *refused = r.condition();
+    return Error(device_code(r), "the backend could not create " + std::to_string(phys.size) +
                                  " bytes of physical memory: " + backend->describe(r));
   }
   // Held from here, so that every failure below releases it again.
@@ -79,7 +79,7 @@ Status DeviceMemory::adopt(const std::shared_ptr<dev::DeviceBackend>& backend,
   dev::PhysicalId id;
   const dev::Result r = bridge->adopt(properties_of(phys), phys.memory, &id);
   if (!r.ok()) {
-    return Error(code_of(r), "the backend could not take the imported memory: " +
+    return Error(device_code(r), "the backend could not take the imported memory: " +
                                  backend->describe(r));
   }
   phys.device_memory.backend_ = backend;

@@ -33,9 +33,10 @@ class DeviceMemory {
   // Creates the backend object for `phys` (side, device, page and memory type, size already
   // checked and rounded by the caller) and fills phys.device_memory and phys.memory (the same
   // bytes, through `old`'s instrumentation so that "drv.read"-style rules keep reaching them).
-  // Rolls back on failure: nothing is held.
+  // Rolls back on failure: nothing is held. `refused` (if given) gets the backend's reason when
+  // it refused (kOutOfMemory: its ledger, the capacity authority, is full: D8).
   static Status create(const std::shared_ptr<dev::DeviceBackend>& backend, drv::Backend& old,
-                       PhysicalAllocation& phys);
+                       PhysicalAllocation& phys, dev::Condition* refused = nullptr);
   // phys.memory came the old way (memory a unit test made through drv::Backend): gives it an
   // uncharged PhysicalId.
   static Status adopt(const std::shared_ptr<dev::DeviceBackend>& backend, PhysicalAllocation& phys);

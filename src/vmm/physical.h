@@ -23,13 +23,31 @@ struct UsageMirror {
   std::atomic<uint64_t>* used = nullptr;
 };
 
-// Capacity of one memory pool (a device's HBM); charges are returned when the last holder of the
-// memory goes, even if that is after the device table was rebuilt.
+// Where a pool's charges go when the device backend keeps the capacity (D8): the backend's
+// ledger for one location. Only managed pages charge a pool now (managed memory is the core's
+// until migration step 6); blocks and physical memory are charged by the backend when it makes
+// them, and every charge comes back to the pool as a usage_changed delta (mirror()).
+class CapacityAuthority {
+ public:
+  virtual ~CapacityAuthority() = default;
+  virtual bool charge(uint64_t bytes) = 0;
+  virtual void uncharge(uint64_t bytes) = 0;
+};
+
+// What one memory pool (a device's HBM, the host) holds, as the device backend's ledger reports
+// it (mirror(), fed by usage_changed: D8, the ledger is the authority and refuses first), and
+// the counter monitors read. A pool without an authority (unit tests' stand-ins) keeps its own
+// count for charge(), as pools did before D8.
 class MemoryPool {
  public:
   explicit MemoryPool(uint64_t total, UsageMirror mirror = {})
       : total_(total), mirror_(std::move(mirror)) {}
+  // Once, before the pool is used (the runtime's start).
+  void attach(std::shared_ptr<CapacityAuthority> authority) { authority_ = std::move(authority); }
+
+  // Managed pages: charged into the authority (whose report then reaches mirror()).
   bool charge(uint64_t bytes) {
+    if (authority_) return authority_->charge(bytes);
     uint64_t cur = used_.load(std::memory_order_relaxed);
     do {
       if (bytes > total_ - cur) return false;
@@ -39,8 +57,16 @@ class MemoryPool {
     return true;
   }
   void uncharge(uint64_t bytes) {
-    used_.fetch_sub(bytes, std::memory_order_relaxed);
-    if (mirror_.used) mirror_.used->fetch_sub(bytes, std::memory_order_relaxed);
+    if (authority_) {
+      authority_->uncharge(bytes);
+      return;
+    }
+    mirror(-static_cast<int64_t>(bytes));
+  }
+  // A change the backend reports (usage_changed): the pool and the monitors' counter follow it.
+  void mirror(int64_t delta) {
+    used_.fetch_add(static_cast<uint64_t>(delta), std::memory_order_relaxed);
+    if (mirror_.used) mirror_.used->fetch_add(static_cast<uint64_t>(delta), std::memory_order_relaxed);
   }
   uint64_t total() const { return total_; }
   uint64_t used() const { return used_.load(std::memory_order_relaxed); }
@@ -49,22 +75,7 @@ class MemoryPool {
   const uint64_t total_;
   std::atomic<uint64_t> used_{0};
   const UsageMirror mirror_;
-};
-
-// A charge held for as long as the memory exists.
-class Charge {
- public:
-  Charge() = default;
-  Charge(std::shared_ptr<MemoryPool> pool, uint64_t bytes) : pool_(std::move(pool)), bytes_(bytes) {}
-  Charge(const Charge&) = delete;
-  Charge& operator=(const Charge&) = delete;
-  ~Charge() {
-    if (pool_) pool_->uncharge(bytes_);
-  }
-
- private:
-  std::shared_ptr<MemoryPool> pool_;
-  uint64_t bytes_ = 0;
+  std::shared_ptr<CapacityAuthority> authority_;
 };
 
 struct PhysicalAllocation {
@@ -79,10 +90,8 @@ struct PhysicalAllocation {
   int reported_device = -1;  // imported: the exporter's device, which property queries report
   const char* created_by = "";
   std::shared_ptr<drv::PhysicalMemory> memory;
-  std::unique_ptr<Charge> charge;
-  // The backend's object (VMM handles and imports; aclrtMalloc blocks have none yet). Declared
-  // after the charge so that it is released first: the backend gives its own charge back before
-  // the pool's, and the backend never holds more than the pools allow.
+  // The backend's object (VMM handles and imports; aclrtMalloc blocks are the backend's blocks,
+  // freed with their region). Its release gives the backend's charge back.
   DeviceMemory device_memory;
 
   // Vendor reference counts (behavior.md sections 1, 3, 6). Changed under the handle table's

@@ -1,4 +1,5 @@
-// aclrtMalloc and aclrtMallocHost: whole allocations that carry their own physical memory.
+// aclrtMalloc and aclrtMallocHost: whole allocations that carry their own physical memory, one
+// BlockAllocator call each (D10); the policy's page size and the ACL padding are computed here.
 #include "vmm/vmm.h"
 
 namespace aclvmm::vmm {
@@ -45,20 +46,24 @@ StatusOr<uint64_t> Vmm::device_malloc(uint64_t size, int policy) {
   uint64_t page = page_size_for(policy, padded);
   uint64_t bytes = round_up(padded, page);
   if (bytes < size) return Error(ACL_ERROR_RT_MEMORY_ALLOCATION, "size is too large");
-  auto pool = rt_.pool(dev);
-  if (!pool || !pool->charge(bytes)) {
+  // The device backend's ledger is the authority (D8): it refuses inside add_block.
+  auto out_of_memory = [&] {
     return Error(ACL_ERROR_RT_MEMORY_ALLOCATION,
                  "device " + std::to_string(rt_.user_device(dev)) + " is out of memory: " +
                      std::to_string(bytes) + " bytes requested");
-  }
+  };
+  if (!rt_.pool(dev)) return out_of_memory();
   auto phys = new_allocation(Side::kDevice, dev, bytes, "aclrtMalloc");
-  phys->charge = std::make_unique<Charge>(pool, bytes);
-  drv::PhysicalRequest req;
-  req.size = bytes;
-  int rc = rt_.backend().create_physical(req, &phys->memory);
-  if (rc != 0) return Error(code_from_errno(rc), "the backend could not create device memory");
-  return space_.add_device_malloc(bytes, size, static_cast<uint32_t>(page), dev,
-                                      std::move(phys));
+  BlockSpec block;
+  block.kind = RegionKind::kDeviceMalloc;
+  block.size = bytes;
+  block.requested = size;
+  block.page_size = static_cast<uint32_t>(page);
+  block.device = dev;
+  dev::Condition refused = dev::Condition::kOk;
+  auto placed = space_.add_block(block, std::move(phys), &refused);
+  if (refused == dev::Condition::kOutOfMemory) return out_of_memory();
+  return placed;
 }
 
 Status Vmm::device_free(uint64_t ptr) {
@@ -71,18 +76,20 @@ StatusOr<uint64_t> Vmm::host_malloc(uint64_t size) {
   ACLVMM_RETURN_IF_ERROR(rt_.current_context().status());
   const uint64_t page = rt_.backend().host_page_size();
   uint64_t bytes = round_up(round_up(size, 32), page);
-  auto pool = rt_.host_pool();
-  if (bytes < size || !pool || !pool->charge(bytes)) {
+  auto out_of_memory = [&] {
     return Error(ACL_ERROR_RT_MEMORY_ALLOCATION,
                  "host memory cannot hold " + std::to_string(size) + " more bytes");
-  }
+  };
+  if (bytes < size || !rt_.host_pool()) return out_of_memory();
   auto phys = new_allocation(Side::kHost, 0, bytes, "aclrtMallocHost");
-  phys->charge = std::make_unique<Charge>(pool, bytes);
-  drv::PhysicalRequest req;
-  req.size = bytes;
-  int rc = rt_.backend().create_physical(req, &phys->memory);
-  if (rc != 0) return Error(code_from_errno(rc), "the backend could not create host memory");
-  return space_.add_host_pinned(bytes, size, std::move(phys));
+  BlockSpec block;
+  block.kind = RegionKind::kHostPinned;
+  block.size = bytes;
+  block.requested = size;
+  dev::Condition refused = dev::Condition::kOk;
+  auto placed = space_.add_block(block, std::move(phys), &refused);
+  if (refused == dev::Condition::kOutOfMemory) return out_of_memory();
+  return placed;
 }
 
 Status Vmm::host_free(uint64_t ptr) {

@@ -86,26 +86,22 @@ StatusOr<uint64_t> Vmm::malloc_physical(uint64_t size, const PhysicalSpec& spec)
   phys->mem_type = spec.mem_type;
   phys->size = rounded;
   phys->created_by = "aclrtMallocPhysical";
-  if (spec.side == Side::kDevice) {
-    auto pool = rt_.pool(spec.device);
-    if (!pool || !pool->charge(rounded)) {
-      return Error(ACL_ERROR_RT_MEMORY_ALLOCATION,
-                   "device " + std::to_string(spec.device) + " is out of memory: " +
-                       std::to_string(rounded) + " bytes requested, " +
-                       std::to_string(pool ? pool->total() - pool->used() : 0) + " free");
-    }
-    phys->charge = std::make_unique<Charge>(pool, rounded);
-  } else {
-    auto pool = rt_.host_pool();
-    if (!pool || !pool->charge(rounded)) {
-      return Error(ACL_ERROR_RT_MEMORY_ALLOCATION,
-                   "host memory cannot hold " + std::to_string(rounded) + " more bytes");
-    }
-    phys->charge = std::make_unique<Charge>(pool, rounded);
-  }
-  // The pool's charge above stays the authority in step 2 (it also sees aclrtMalloc blocks);
-  // the device backend charges its own ledger and makes the memory (emu: a sealed memfd).
-  ACLVMM_RETURN_IF_ERROR(DeviceMemory::create(rt_.device(), be, *phys));
+  // The device backend's ledger is the capacity authority (D8): it refuses in create(), and the
+  // message names what the pools (its mirrors) say is free.
+  const bool device = spec.side == Side::kDevice;
+  auto pool = device ? rt_.pool(spec.device) : rt_.host_pool();
+  auto out_of_memory = [&] {
+    return Error(ACL_ERROR_RT_MEMORY_ALLOCATION,
+                 device ? "device " + std::to_string(spec.device) + " is out of memory: " +
+                              std::to_string(rounded) + " bytes requested, " +
+                              std::to_string(pool ? pool->total() - pool->used() : 0) + " free"
+                        : "host memory cannot hold " + std::to_string(rounded) + " more bytes");
+  };
+  if (!pool) return out_of_memory();
+  dev::Condition refused = dev::Condition::kOk;
+  const Status made = DeviceMemory::create(rt_.device(), be, *phys, &refused);
+  if (refused == dev::Condition::kOutOfMemory) return out_of_memory();
+  ACLVMM_RETURN_IF_ERROR(made);
   uint64_t token = physical_.insert(std::move(phys));
   if (token == 0) {
     return Error(ACL_ERROR_RT_RESOURCE_ALLOC_FAIL, "too many live physical memory handles");

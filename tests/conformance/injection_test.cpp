@@ -34,6 +34,7 @@ struct Context {
   Harness& harness;
   std::vector<PhysicalId> objects;  // prepared (or created by the runs)
   std::vector<std::shared_ptr<dev::StatisticsSegment>> segments;
+  uint64_t va = 0;  // where the block scenarios place their blocks, one 2 MiB slot per run
 };
 
 struct Scenario {
@@ -56,6 +57,28 @@ void release_objects(Context& c) {
     }
   }
   c.objects.clear();
+}
+
+dev::BlockRequest block_at(const Context& c, int k) {
+  dev::BlockRequest r;
+  r.kind = dev::BlockKind::kDevice;
+  r.device = 0;
+  r.size = 64 * 1024;
+  r.page_type = dev::PageType::kNormal;
+  r.address = c.va + static_cast<uint64_t>(k) * 2 * kMiB;
+  return r;
+}
+Result allocate_block(Context& c, int k) {
+  dev::Block block;
+  return c.be.blocks().allocate(block_at(c, k), &block);
+}
+void reserve_blocks(Context& c) { c.va = c.harness.reserve_va(dev::kGiB); }
+void allocate_blocks(Context& c) {
+  reserve_blocks(c);
+  for (int k = 0; k < kRuns; ++k) ASSERT_TRUE(allocate_block(c, k).ok());
+}
+void free_blocks(Context& c) {
+  for (int k = 0; k < kRuns; ++k) ASSERT_TRUE(c.be.blocks().free(block_at(c, k).address).ok());
 }
 
 const Scenario kScenarios[] = {
@@ -91,6 +114,13 @@ const Scenario kScenarios[] = {
      [](Context& c, int k) { return c.be.physical().set_map_route(c.objects[k], 3); },
      [](Context& c, int k) { ASSERT_TRUE(c.be.physical().set_map_route(c.objects[k], 0).ok()); },
      release_objects},
+    {steps::kBlockAllocate, reserve_blocks, allocate_block,
+     [](Context& c, int k) { ASSERT_TRUE(c.be.blocks().free(block_at(c, k).address).ok()); },
+     nothing},
+    {steps::kBlockFree, allocate_blocks,
+     [](Context& c, int k) { return c.be.blocks().free(block_at(c, k).address); },
+     [](Context& c, int k) { ASSERT_TRUE(allocate_block(c, k).ok()); },  // one in its place
+     free_blocks},
     {steps::kHostStatsSegment, [](Context& c) { c.segments.assign(kRuns, nullptr); },
      [](Context& c, int k) {
        return c.be.host().create_statistics_segment(
@@ -145,7 +175,7 @@ TEST_P(InjectionConformance, C46_EveryStepFailsOnceAndLeavesTheBackendAsItWas) {
   for (const Scenario& scenario : kScenarios) {
     for (int nth = 1; nth <= kRuns; ++nth) {
       SCOPED_TRACE(::testing::Message() << scenario.step << " failing at execution " << nth);
-      Context c{be(), harness(), {}, {}};
+      Context c{be(), harness(), {}, {}, 0};
       scenario.prepare(c);
       const std::string before = state(c);
       listener_.arm(scenario.step, static_cast<uint32_t>(nth), kCode);

@@ -23,7 +23,7 @@ EmuDeviceMmu::EmuDeviceMmu(BackendListener& listener, bool host_access_open)
 
 EmuDeviceMmu::~EmuDeviceMmu() {
   for (MmuEntry* e = table_.first_from(0); e != nullptr;) {
-    const uint64_t next = e->va + e->size;
+    const uint64_t next = e->words_end();
     (void)cpu_.apply(*e, drv::CpuAccess::kNone);
     forget(e);
     e = next < EmuPageTable::kLimit ? table_.first_from(next) : nullptr;
@@ -32,7 +32,28 @@ EmuDeviceMmu::~EmuDeviceMmu() {
 
 MmuEntry* EmuDeviceMmu::exact(uint64_t va, uint64_t size) const {
   MmuEntry* e = table_.find(va);
-  return e != nullptr && e->va == va && e->size == size ? e : nullptr;
+  return e != nullptr && e->va == va && e->size == size && e->kind == AddressInfo::Kind::kMapping
+             ? e
+             : nullptr;
+}
+
+MmuEntry* EmuDeviceMmu::containing(uint64_t va) const {
+  MmuEntry* e = table_.find(va);
+  return e != nullptr && va - e->va < e->size ? e : nullptr;
+}
+
+Result EmuDeviceMmu::install(MmuEntry* entry, bool retain) {
+  if (Result r = table_.prepare(entry->va, entry->size); !r.ok()) {
+    delete entry;
+    return r;
+  }
+  if (Result r = cpu_.apply(*entry, cpu_.wanted(*entry)); !r.ok()) {
+    delete entry;  // apply() left the placeholder
+    return r;
+  }
+  if (retain) entry->memory->retain();
+  table_.publish(entry);
+  return Result::success();
 }
 
 void EmuDeviceMmu::forget(MmuEntry* entry) {
@@ -52,7 +73,6 @@ Result EmuDeviceMmu::map(uint64_t va, uint64_t size, PhysicalId memory, uint64_t
       offset > props.size || size > props.size - offset) {
     return invalid();
   }
-  if (Result r = table_.prepare(va, size); !r.ok()) return r;
   auto* entry = new (std::nothrow) MmuEntry();
   if (entry == nullptr) return Result::from_errno(ENOMEM);
   entry->memory = object;
@@ -65,12 +85,35 @@ Result EmuDeviceMmu::map(uint64_t va, uint64_t size, PhysicalId memory, uint64_t
                                                                      : Location::host(),
                       Access::kReadWrite);
   }
-  if (Result r = cpu_.apply(*entry, cpu_.wanted(*entry)); !r.ok()) {
-    delete entry;  // apply() left the placeholder
-    return r;
-  }
-  object->retain();
-  table_.publish(entry);
+  return install(entry, /*retain=*/true);
+}
+
+Result EmuDeviceMmu::map_block(uint64_t va, uint64_t size, EmuPhysical* object,
+                               AddressInfo::Kind kind, uint32_t page_size) {
+  const PhysicalProperties& props = object->properties();
+  if (size == 0 || va % EmuPageTable::kGranule != 0 || size > props.size) return invalid();
+  auto* entry = new (std::nothrow) MmuEntry();
+  if (entry == nullptr) return Result::from_errno(ENOMEM);
+  entry->memory = object;
+  entry->va = va;
+  entry->size = size;
+  entry->owner = props.location;
+  entry->kind = kind;
+  entry->page_size = page_size;
+  // The owner reads and writes: the device of a device block, the CPU of a host block (which
+  // gives it its CPU view, as aclrtMallocHost memory is plain CPU memory).
+  entry->set_access(props.location.kind == Location::Kind::kDevice ? props.location
+                                                                   : Location::host(),
+                    Access::kReadWrite);
+  return install(entry, /*retain=*/false);
+}
+
+Result EmuDeviceMmu::unmap_block(uint64_t va) {
+  MmuEntry* e = table_.find(va);
+  if (e == nullptr || e->va != va || e->kind == AddressInfo::Kind::kMapping) return invalid();
+  // As unmap(): a CPU view that cannot be removed keeps the block.
+  if (Result r = cpu_.apply(*e, drv::CpuAccess::kNone); !r.ok()) return r;
+  forget(e);
   return Result::success();
 }
 
@@ -110,7 +153,7 @@ Result EmuDeviceMmu::set_access(uint64_t va, uint64_t size, const AccessGrant* g
 }
 
 Result EmuDeviceMmu::access(uint64_t va, Location location, Access* out) const {
-  MmuEntry* e = table_.find(va);
+  MmuEntry* e = containing(va);
   if (e == nullptr || out == nullptr || !valid_location(location)) return invalid();
   *out = e->access(location);
   return Result::success();
@@ -139,14 +182,14 @@ Result EmuDeviceMmu::grant_peer(uint64_t va, uint64_t size, DeviceIndex device) 
 
 Result EmuDeviceMmu::query(uint64_t va, AddressInfo* out) const {
   if (out == nullptr) return invalid();
-  MmuEntry* e = table_.find(va);
+  MmuEntry* e = containing(va);
   if (e == nullptr) return Result::from_errno(ENOENT);
-  out->kind = AddressInfo::Kind::kMapping;
+  out->kind = e->kind;
   out->range = VaRange{e->va, e->size};
   out->memory = e->memory->id();
   out->offset = e->offset + (va - e->va);
   out->owner = e->owner;
-  out->page_size = static_cast<uint32_t>(EmuPageTable::kGranule);  // what device mappings report
+  out->page_size = e->page_size;
   return Result::success();
 }
 

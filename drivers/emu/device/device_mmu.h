@@ -36,11 +36,26 @@ class EmuDeviceMmu final : public DeviceMmu {
   Result grant_peer(uint64_t va, uint64_t size, DeviceIndex device) override;
   Result query(uint64_t va, AddressInfo* out) const override;
 
+  // Blocks (blocks.h): [va, va+size) shows `object` from offset 0, its owner with read-write
+  // access (a host block: the CPU, with its CPU view). The entry takes over the reference the
+  // caller holds on `object` (on failure it stays the caller's). No granule rule: a block is
+  // whole host pages from a 2 MiB aligned va, alone in its words. unmap() and set_access() do not
+  // reach blocks; unmap_block() does, with the exact start, and drops the reference.
+  Result map_block(uint64_t va, uint64_t size, EmuPhysical* object, AddressInfo::Kind kind,
+                   uint32_t page_size);
+  Result unmap_block(uint64_t va);
+
+  // Mappings and blocks in the page table.
   size_t live_mappings() const { return table_.live(); }
 
  private:
-  // The entry that is exactly [va, va+size), or nullptr.
+  // The mapping (never a block) that is exactly [va, va+size), or nullptr.
   MmuEntry* exact(uint64_t va, uint64_t size) const;
+  // The entry containing va (a block may end inside its last word), or nullptr.
+  MmuEntry* containing(uint64_t va) const;
+  // Checks the entry's words are free, makes its CPU view and publishes it (`retain`: with one
+  // more reference on its memory); on failure deletes it and leaves nothing.
+  Result install(MmuEntry* entry, bool retain);
   void forget(MmuEntry* entry);
 
   EmuPageTable table_;

@@ -33,8 +33,10 @@ EmuDeviceBackend::EmuDeviceBackend(const EmulationOptions& options, BackendListe
       devices_(options, ledger_, host_),
       physical_(ledger_, listener, options.device_count, host_.numa_node_count(),
                 capabilities_.giant_page != 0),
+      legacy_(ledger_),
       sharing_(listener, share_transport_, options.device_count, options.visible_devices),
-      mmu_(listener, options.host_access_open) {
+      mmu_(listener, options.host_access_open),
+      blocks_(physical_, mmu_, options.device_count) {
   physical_.end_exports_through(&sharing_);
 }
 

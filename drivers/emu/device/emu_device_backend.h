@@ -1,8 +1,8 @@
 // EmuDeviceBackend: the emulated NPU behind the device interface (docs/device-interface.md,
-// migration steps 1–2). It has its devices (devices.h), the host services shared with hal
-// (drivers/host/), physical memory (physical_allocator.h) over today's emu modules, and the
-// device MMU with its page table and CPU views (device_mmu.h, step 2), sharing (sharing/, step
-// 5: share ids, endpoints, listener, whitelist); every
+// migration steps 1–2b). It has its devices (devices.h), the host services shared with hal
+// (drivers/host/), physical memory (physical_allocator.h) over today's emu modules, the
+// device MMU with its page table and CPU views (device_mmu.h, step 2), blocks (blocks.h,
+// step 2b), sharing (sharing/, step 5: share ids, endpoints, listener, whitelist); every
 // other unit answers kNotSupported until its migration step gives it one (unsupported_units.h),
 // and the capabilities claim nothing of those.
 //
@@ -18,6 +18,7 @@
 #include <string>
 
 #include "drivers/device_backend.h"
+#include "drivers/emu/device/blocks.h"
 #include "drivers/emu/device/capacity.h"
 #include "drivers/emu/device/device_mmu.h"
 #include "drivers/emu/device/devices.h"
@@ -43,6 +44,7 @@ class EmuDeviceBackend final : public PartialBackend {
   PhysicalAllocator& physical() override { return physical_; }
   DeviceMmu& mmu() override { return mmu_; }
   Sharing& sharing() override { return sharing_; }
+  BlockAllocator& blocks() override { return blocks_; }
   HostServices& host() override { return host_; }
 
   std::string describe(Result result) const override;
@@ -67,7 +69,8 @@ class EmuDeviceBackend final : public PartialBackend {
   EmuLegacyBridge legacy_;
   drv::emu::UnixShareTransport share_transport_;
   EmuSharing sharing_;  // before the MMU: a mapped object's release may still end its export
-  EmuDeviceMmu mmu_;  // last: its destructor drops the objects still mapped
+  EmuDeviceMmu mmu_;  // its destructor drops the objects still mapped or allocated as blocks
+  EmuBlocks blocks_;  // over physical_ and mmu_; holds nothing of its own
 };
 
 }  // namespace aclvmm::dev::emu

@@ -4,6 +4,7 @@
 #include <new>
 #include <utility>
 
+#include "drivers/emu/device/capacity.h"
 #include "drivers/emu/device/physical_object.h"
 
 namespace aclvmm::dev::emu {
@@ -23,6 +24,14 @@ Result EmuLegacyBridge::adopt(const PhysicalProperties& properties,
   if (object == nullptr) return Result::from_errno(ENOMEM);
   *out = object->id();
   return Result::success();
+}
+
+Result EmuLegacyBridge::charge(Location location, uint64_t bytes) {
+  return ledger_.charge(location, bytes);
+}
+
+void EmuLegacyBridge::uncharge(Location location, uint64_t bytes) {
+  ledger_.uncharge(location, bytes);
 }
 
 }  // namespace aclvmm::dev::emu

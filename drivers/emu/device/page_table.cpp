@@ -90,7 +90,7 @@ MmuEntry* EmuPageTable::first_from(uint64_t va) const {
 
 size_t EmuPageTable::live() const {
   size_t count = 0;
-  for (MmuEntry* e = first_from(0); e != nullptr; e = first_from(e->va + e->size)) ++count;
+  for (MmuEntry* e = first_from(0); e != nullptr; e = first_from(e->words_end())) ++count;
   return count;
 }
 

@@ -22,6 +22,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "drivers/device_mmu.h"
 #include "drivers/device_result.h"
 #include "drivers/device_types.h"
 #include "drivers/driver.h"
@@ -30,7 +31,10 @@ namespace aclvmm::dev::emu {
 
 class EmuPhysical;
 
-// One mapping: what DeviceMmu::map made, with the rights of every location.
+// One mapping: what DeviceMmu::map made, with the rights of every location. Blocks
+// (blocks.h) are entries too, so that the device (and from step 3 the copy engine) translates
+// their addresses like any other: `kind` says which, and a block's size may end inside its last
+// word (blocks are whole host pages at a 2 MiB aligned start, alone in their words).
 struct MmuEntry {
   EmuPhysical* memory = nullptr;  // one reference held for the mapping's life
   uint64_t va = 0;
@@ -43,7 +47,11 @@ struct MmuEntry {
   std::atomic<uint64_t> dev_write{0};
   // What the kernel mapping at va allows (cpu_view.h); changed only by the range's caller.
   drv::CpuAccess cpu = drv::CpuAccess::kNone;
+  AddressInfo::Kind kind = AddressInfo::Kind::kMapping;  // or kDeviceBlock / kHostBlock
+  uint32_t page_size = 2 * kMiB;                         // what pointer queries report
 
+  // The first address after the words this entry occupies.
+  uint64_t words_end() const { return (va + size + 2 * kMiB - 1) / (2 * kMiB) * (2 * kMiB); }
   Access access(Location location) const;
   void set_access(Location location, Access flags);
 };

@@ -48,9 +48,17 @@ Result EmuPhysicalAllocator::check(const PhysicalSpec& spec) const {
 
 Result EmuPhysicalAllocator::create(const PhysicalSpec& spec, PhysicalId* out) {
   if (out == nullptr) return invalid();
-  if (Result r = check(spec); !r.ok()) return r;
   const uint64_t granule = page_granule(spec.page_type);
   if (spec.size == 0 || spec.size % granule != 0) return invalid();
+  EmuPhysical* object = nullptr;
+  if (Result r = make(spec, &object); !r.ok()) return r;
+  *out = object->id();
+  return Result::success();
+}
+
+Result EmuPhysicalAllocator::make(const PhysicalSpec& spec, EmuPhysical** out) {
+  if (Result r = check(spec); !r.ok()) return r;
+  if (spec.size == 0) return invalid();
   if (Result r = ledger_.charge(spec.location, spec.size); !r.ok()) return r;
   std::shared_ptr<drv::PhysicalMemory> memory;
   Result made = gate_.check(steps::kEmuMemfdCreate);
@@ -69,7 +77,7 @@ Result EmuPhysicalAllocator::create(const PhysicalSpec& spec, PhysicalId* out) {
     ledger_.uncharge(spec.location, spec.size);
     return made;
   }
-  *out = object->id();
+  *out = object;
   return Result::success();
 }
 

@@ -19,6 +19,7 @@
 namespace aclvmm::dev::emu {
 
 class CapacityLedger;
+class EmuPhysical;
 class EmuSharing;
 
 class EmuPhysicalAllocator final : public PhysicalAllocator {
@@ -37,6 +38,10 @@ class EmuPhysicalAllocator final : public PhysicalAllocator {
   Result granularity(const PhysicalSpec& spec, Granularity option, uint64_t* out) const override;
   Result set_map_route(PhysicalId memory, uint32_t route) override;
   Result map_route(PhysicalId memory, uint32_t* route) const override;
+
+  // create() without the granule rule, for blocks (blocks.h), whose sizes are whole host pages:
+  // the same checks, charge and memfd, the object with its one reference in *out.
+  Result make(const PhysicalSpec& spec, EmuPhysical** out);
 
  private:
   Result check(const PhysicalSpec& spec) const;

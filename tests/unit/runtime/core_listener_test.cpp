@@ -1,11 +1,15 @@
 // The core's BackendListener (src/runtime/core_listener.h): a device backend's injection points
 // answered from the core's rule registry, under the current step names and under the legacy
-// drv.* names of the same work; the usage a backend reports; the backend the runtime opens.
+// drv.* names of the same work; the usage a backend reports; the backend the runtime opens, whose
+// ledger is the capacity authority that the connected pools mirror (D8).
 #include "runtime/core_listener.h"
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cerrno>
+#include <memory>
+#include <vector>
 
 #include "drivers/injection_steps.h"
 #include "runtime/injection.h"
@@ -71,6 +75,105 @@ TEST_F(CoreListenerTest, TheOpenedBackendReportsItsUsageAndAsksTheRegistry) {
   EXPECT_EQ(listener().reported_usage(1), before) << "the failed create gave its charge back";
   ASSERT_TRUE(be->physical().create(spec, &id).ok());
   ASSERT_TRUE(be->physical().release(id).ok());
+}
+
+// D8: what an opened backend charges reaches the pools of the start that opened it, and their
+// monitors' counters; its ledger refuses what does not fit, also a pool's (managed) charges.
+class DeviceUsageTest : public ::testing::Test {
+ protected:
+  static std::shared_ptr<dev::DeviceBackend> open(uint64_t device_memory) {
+    Config config;
+    config.device_count = 2;
+    config.device_memory = device_memory;
+    auto opened = open_device(config);
+    EXPECT_TRUE(opened.ok()) << opened.status().message();
+    return opened.ok() ? *opened : nullptr;
+  }
+  static std::shared_ptr<MemoryPool> pool(uint64_t total, std::atomic<uint64_t>* counter) {
+    UsageMirror mirror;
+    mirror.used = counter;
+    return std::make_shared<MemoryPool>(total, mirror);
+  }
+  static dev::PhysicalSpec spec(dev::DeviceIndex d, uint64_t size) {
+    return dev::PhysicalSpec{dev::Location::device(d), dev::PageType::kHuge, dev::MemType::kHbm,
+                             size};
+  }
+};
+
+TEST_F(DeviceUsageTest, TheLedgersReportsMoveTheConnectedPoolsAndTheirCounters) {
+  auto be = open(64 * dev::kMiB);
+  ASSERT_NE(be, nullptr);
+  std::atomic<uint64_t> counter{0};
+  std::vector<std::shared_ptr<MemoryPool>> pools = {pool(64 * dev::kMiB, nullptr),
+                                                    pool(64 * dev::kMiB, &counter)};
+  auto host = pool(1 << 30, nullptr);
+  connect_pools(be, pools, host);
+  dev::PhysicalId id;
+  ASSERT_TRUE(be->physical().create(spec(1, 4 * dev::kMiB), &id).ok());
+  EXPECT_EQ(pools[1]->used(), 4 * dev::kMiB);
+  EXPECT_EQ(counter.load(), 4 * dev::kMiB);
+  EXPECT_EQ(pools[0]->used(), 0u);
+  dev::PhysicalId on_host;
+  ASSERT_TRUE(be->physical()
+                  .create(dev::PhysicalSpec{dev::Location::host(), dev::PageType::kHuge,
+                                            dev::MemType::kDdr, 2 * dev::kMiB}, &on_host)
+                  .ok());
+  EXPECT_EQ(host->used(), 2 * dev::kMiB);
+  ASSERT_TRUE(be->physical().release(id).ok());
+  ASSERT_TRUE(be->physical().release(on_host).ok());
+  EXPECT_EQ(pools[1]->used(), 0u);
+  EXPECT_EQ(counter.load(), 0u);
+  EXPECT_EQ(host->used(), 0u);
+}
+
+TEST_F(DeviceUsageTest, TheLedgerRefusesAndPoolChargesGoThroughIt) {
+  // Pools larger than the device: the device's ledger decides.
+  auto be = open(8 * dev::kMiB);
+  ASSERT_NE(be, nullptr);
+  std::vector<std::shared_ptr<MemoryPool>> pools = {pool(64 * dev::kMiB, nullptr),
+                                                    pool(64 * dev::kMiB, nullptr)};
+  connect_pools(be, pools, nullptr);
+  dev::PhysicalId id;
+  EXPECT_EQ(be->physical().create(spec(0, 10 * dev::kMiB), &id).condition(),
+            dev::Condition::kOutOfMemory);
+  EXPECT_EQ(pools[0]->used(), 0u);
+  ASSERT_TRUE(be->physical().create(spec(0, 6 * dev::kMiB), &id).ok());
+  // A managed page's charge (the pool's) meets the same ledger.
+  EXPECT_FALSE(pools[0]->charge(4 * dev::kMiB));
+  ASSERT_TRUE(pools[0]->charge(2 * dev::kMiB));
+  EXPECT_EQ(pools[0]->used(), 8 * dev::kMiB);
+  dev::MemoryInfo info;
+  ASSERT_TRUE(be->devices().memory_info(0, dev::MemoryKind::kHbm, &info).ok());
+  EXPECT_EQ(info.free, 0u);
+  pools[0]->uncharge(2 * dev::kMiB);
+  ASSERT_TRUE(be->physical().release(id).ok());
+  EXPECT_EQ(pools[0]->used(), 0u);
+  ASSERT_TRUE(be->devices().memory_info(0, dev::MemoryKind::kHbm, &info).ok());
+  EXPECT_EQ(info.free, 8 * dev::kMiB);
+}
+
+TEST_F(DeviceUsageTest, EachBackendReportsToThePoolsOfItsOwnStart) {
+  auto first = open(64 * dev::kMiB);
+  auto second = open(64 * dev::kMiB);
+  ASSERT_NE(first, nullptr);
+  ASSERT_NE(second, nullptr);
+  std::vector<std::shared_ptr<MemoryPool>> old_pools = {pool(64 * dev::kMiB, nullptr)};
+  std::vector<std::shared_ptr<MemoryPool>> new_pools = {pool(64 * dev::kMiB, nullptr)};
+  connect_pools(first, old_pools, nullptr);
+  dev::PhysicalId held;
+  ASSERT_TRUE(first->physical().create(spec(0, 2 * dev::kMiB), &held).ok());
+  connect_pools(second, new_pools, nullptr);  // a restart
+  dev::PhysicalId fresh;
+  ASSERT_TRUE(second->physical().create(spec(0, 4 * dev::kMiB), &fresh).ok());
+  EXPECT_EQ(old_pools[0]->used(), 2 * dev::kMiB);
+  EXPECT_EQ(new_pools[0]->used(), 4 * dev::kMiB);
+  ASSERT_TRUE(first->physical().release(held).ok());  // memory that outlived its start
+  EXPECT_EQ(old_pools[0]->used(), 0u);
+  EXPECT_EQ(new_pools[0]->used(), 4 * dev::kMiB);
+  ASSERT_TRUE(second->physical().release(fresh).ok());
+  // A pool never keeps its backend: once it has gone, a charge is refused.
+  first.reset();
+  EXPECT_FALSE(old_pools[0]->charge(2 * dev::kMiB));
 }
 
 }  // namespace

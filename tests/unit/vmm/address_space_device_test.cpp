@@ -7,29 +7,15 @@
 #include <memory>
 
 #include "drivers/injection_steps.h"
-#include "unit/testing/test_device.h"
-#include "unit/testing/window_releasing_backend.h"
+#include "unit/testing/address_space_fixture.h"
 #include "vmm/address_space.h"
 #include "vmm/physical.h"
 
 namespace aclvmm {
 namespace {
 
-class AddressSpaceDeviceTest : public ::testing::Test {
+class AddressSpaceDeviceTest : public testing::AddressSpaceOverDevice {
  protected:
-  void SetUp() override {
-    backend_ = std::make_unique<WindowReleasingBackend>();
-    ASSERT_TRUE(backend_->ok());
-    as_ = std::make_unique<AddressSpace>();
-    ASSERT_TRUE(as_->claim_windows(backend_.get()).ok());
-    device_ = testing::open_test_device();
-    as_->attach_device(device_);
-  }
-  void TearDown() override {
-    as_.reset();
-    device_.reset();
-    backend_.reset();
-  }
   std::shared_ptr<PhysicalAllocation> phys(Side side, int device = 0) {
     auto p = std::make_shared<PhysicalAllocation>();
     p->side = side;
@@ -42,10 +28,6 @@ class AddressSpaceDeviceTest : public ::testing::Test {
     return p;
   }
   dev::DeviceMmu& mmu() { return device_->mmu(); }
-
-  std::unique_ptr<WindowReleasingBackend> backend_;
-  std::shared_ptr<dev::DeviceBackend> device_;
-  std::unique_ptr<AddressSpace> as_;
 };
 
 TEST_F(AddressSpaceDeviceTest, MappingsReachTheDeviceMmu) {

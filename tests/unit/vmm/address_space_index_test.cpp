@@ -181,16 +181,16 @@ Scenario build(Space& s) {
   must_ok(as.map(c.r_dev64, 2 * kMiB, 6, phys(s, Side::kDevice, 64, 2 * kMiB), false), "map dev64");
   // aclrtMalloc blocks of every shape: below a chunk, a partial last chunk, exactly one chunk,
   // a block that owns 1 GiB heaps (its range is the heap), one with 1 GiB pages.
-  c.m_4k = must(as.add_device_malloc(4096, 4000, 4096, 0, phys(s, Side::kDevice, 0, 4096)), "4K");
+  c.m_4k = must(testing::add_device_block(as, 4096, 4000, 4096, 0, phys(s, Side::kDevice, 0, 4096)), "4K");
   const uint64_t odd = 3 * kMiB + 123;
-  c.m_odd = must(as.add_device_malloc(odd, odd, 2 * kMiB, 1, phys(s, Side::kDevice, 1, odd)), "odd");
-  c.m_2m = must(as.add_device_malloc(2 * kMiB, 2 * kMiB - 64, 2 * kMiB, 3,
+  c.m_odd = must(testing::add_device_block(as, odd, odd, 2 * kMiB, 1, phys(s, Side::kDevice, 1, odd)), "odd");
+  c.m_2m = must(testing::add_device_block(as, 2 * kMiB, 2 * kMiB - 64, 2 * kMiB, 3,
                                      phys(s, Side::kDevice, 3, 2 * kMiB)), "2M");
   const uint64_t big = kGiB + 3 * kMiB;
-  c.m_big = must(as.add_device_malloc(big, big, 2 * kMiB, 0, phys(s, Side::kDevice, 0, big)), "big");
-  c.m_1g = must(as.add_device_malloc(kGiB, kGiB, static_cast<uint32_t>(kGiB), 2,
+  c.m_big = must(testing::add_device_block(as, big, big, 2 * kMiB, 0, phys(s, Side::kDevice, 0, big)), "big");
+  c.m_1g = must(testing::add_device_block(as, kGiB, kGiB, static_cast<uint32_t>(kGiB), 2,
                                      phys(s, Side::kDevice, 2, kGiB)), "1G");
-  c.pinned = must(as.add_host_pinned(64 * 1024, 64 * 1024, phys(s, Side::kHost, 0, 64 * 1024)),
+  c.pinned = must(testing::add_host_block(as, 64 * 1024, 64 * 1024, phys(s, Side::kHost, 0, 64 * 1024)),
                   "pinned");
 
   probe_object(&c.probes, c.r_small, 2 * kMiB);
@@ -245,7 +245,7 @@ void change(Space& s, Scenario& c) {
   must_ok(as.map(c.r_multi + 6 * kMiB, 2 * kMiB, 7, phys(s, Side::kDevice, 1, 2 * kMiB), false),
           "map into the gap");
   // A new block may take a freed range: its answers must replace the old ones.
-  c.m_odd = must(as.add_device_malloc(5 * kMiB, 5 * kMiB, 4096, 1, phys(s, Side::kDevice, 1, 5 * kMiB)),
+  c.m_odd = must(testing::add_device_block(as, 5 * kMiB, 5 * kMiB, 4096, 1, phys(s, Side::kDevice, 1, 5 * kMiB)),
                  "re-malloc");
   probe_object(&c.probes, c.m_odd, 5 * kMiB);
 }

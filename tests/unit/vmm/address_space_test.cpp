@@ -284,7 +284,7 @@ TEST_P(AddressSpaceReleaseBad, ParamInvalid) {
     case 3: target = 0; break;
     case 4: target = addr(heap.data()); break;
     case 5: {
-      auto r = as_->add_device_malloc(2 * kMiB, 100, 2 * kMiB, 0, phys(0, 2 * kMiB));
+      auto r = testing::add_device_block(*as_, 2 * kMiB, 100, 2 * kMiB, 0, phys(0, 2 * kMiB));
       ASSERT_TRUE(r.ok()) << r.status().message();
       target = *r;
       break;
@@ -388,7 +388,7 @@ TEST_F(AddressSpaceTest, MapOutsideAnyReservationFails) {
   ASSERT_TRUE(as_->release(base).ok());
   EXPECT_EQ(as_->map(base, 2 * kMiB, 1, p, false).code(), kDrvError);
   // A malloc region is not a reservation.
-  auto m = as_->add_device_malloc(2 * kMiB, 2 * kMiB, 2 * kMiB, 0, phys(0, 2 * kMiB));
+  auto m = testing::add_device_block(*as_, 2 * kMiB, 2 * kMiB, 2 * kMiB, 0, phys(0, 2 * kMiB));
   ASSERT_TRUE(m.ok());
   EXPECT_EQ(as_->map(*m, 2 * kMiB, 1, p, false).code(), kDrvError);
   EXPECT_EQ(as_->mapping_count(), 0u);
@@ -626,7 +626,7 @@ TEST_F(AddressSpaceTest, PointerInfoUnallocatedInsideWindow) {
 }
 
 TEST_F(AddressSpaceTest, PointerInfoMallocAndHostPinned) {
-  auto d = as_->add_device_malloc(4 * kMiB, 4 * kMiB - 64, 2 * kMiB, 5, phys(5, 4 * kMiB));
+  auto d = testing::add_device_block(*as_, 4 * kMiB, 4 * kMiB - 64, 2 * kMiB, 5, phys(5, 4 * kMiB));
   ASSERT_TRUE(d.ok()) << d.status().message();
   auto info = as_->pointer_info(*d + 3 * kMiB, 4096);
   ASSERT_TRUE(info.ok());
@@ -635,7 +635,7 @@ TEST_F(AddressSpaceTest, PointerInfoMallocAndHostPinned) {
   EXPECT_EQ(info->page_size, 2 * kMiB);
 
   auto hp = phys(0, 64 * 1024, Side::kHost);
-  auto h = as_->add_host_pinned(64 * 1024, 64 * 1024, hp);
+  auto h = testing::add_host_block(*as_, 64 * 1024, 64 * 1024, hp);
   ASSERT_TRUE(h.ok()) << h.status().message();
   info = as_->pointer_info(*h + 10, 4096);
   ASSERT_TRUE(info.ok());
@@ -892,7 +892,6 @@ TEST_F(AddressSpaceTest, HostPhysicalMemoryMappedIsCpuAccessible) {
 }
 
 TEST_F(AddressSpaceTest, HostAccessOpenMapsDeviceMemoryForTheCpu) {
-  as_->set_host_access_open(true);
   attach_device(true);
   uint64_t base = reserve(2 * kMiB);
   auto p = map_new(base, 2 * kMiB, 0);

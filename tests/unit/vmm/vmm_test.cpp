@@ -13,6 +13,7 @@
 #include "acl/acl_base.h"
 #include "base/handle_table.h"
 #include "base/status.h"
+#include "runtime/core_listener.h"
 #include "unit/testing/window_releasing_backend.h"
 #include "vmm/address_space.h"
 #include "vmm/managed.h"
@@ -77,6 +78,20 @@ class VmmOverStandIn : public ::testing::Test {
     Status claimed = space_->claim_windows(&backend_);
     ASSERT_TRUE(claimed.ok()) << claimed.message();
     managed_.attach(&backend_, space_->uvm_window(), space_->uvm_window_size());
+    // aclrtMalloc blocks come from the device backend (BlockAllocator): two devices of the
+    // pools' size.
+    attach_device(64 * kMiB);
+  }
+  // A device backend whose ledger is the capacity authority with the stand-in's pools as its
+  // mirrors, as a runtime start connects them (D8).
+  void attach_device(uint64_t device_memory) {
+    Config config;
+    config.device_count = 2;
+    config.device_memory = device_memory;
+    auto device = open_device(config);
+    ASSERT_TRUE(device.ok()) << device.status().message();
+    connect_pools(*device, {rt_.pools[0], rt_.pools[1]}, rt_.host);
+    space_->attach_device(*device);
   }
   void TearDown() override {
     vmm_.reset();
@@ -172,6 +187,23 @@ TEST_F(VmmOverStandIn, HostMallocChargesTheHostPoolAndMemoryOpsReachIt) {
   EXPECT_EQ(out, std::vector<uint8_t>(100, 0x5a));
   ASSERT_TRUE(vmm_->host_free(*ptr).ok());
   EXPECT_EQ(rt_.host->used(), 0u);
+}
+
+// D8: the device backend's ledger refuses, with the message the pools gave before, and the pools
+// only mirror it: here pools of 64 MiB over devices of 8 MiB.
+TEST_F(VmmOverStandIn, TheDevicesLedgerRefusesWhatThePoolsWouldHold) {
+  attach_device(8 * kMiB);
+  auto refused = vmm_->device_malloc(16 * kMiB, 0);
+  EXPECT_EQ(refused.status().code(), ACL_ERROR_RT_MEMORY_ALLOCATION);
+  EXPECT_NE(refused.status().message().find("device 0 is out of memory: "), std::string::npos)
+      << refused.status().message();
+  EXPECT_EQ(rt_.pools[1]->used(), 0u);
+  auto fits = vmm_->device_malloc(4 * kMiB, 0);  // + 32 bytes of padding: three 2 MiB pages
+  ASSERT_TRUE(fits.ok()) << fits.status().message();
+  EXPECT_EQ(rt_.pools[1]->used(), 6 * kMiB);
+  EXPECT_EQ(vmm_->device_malloc(4 * kMiB, 0).status().code(), ACL_ERROR_RT_MEMORY_ALLOCATION);
+  ASSERT_TRUE(vmm_->device_free(*fits).ok());
+  EXPECT_EQ(rt_.pools[1]->used(), 0u);
 }
 
 }  // namespace

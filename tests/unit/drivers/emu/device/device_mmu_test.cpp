@@ -16,23 +16,13 @@
 #include "drivers/emu/device/physical_allocator.h"
 #include "drivers/emu/device/physical_object.h"
 #include "drivers/injection_steps.h"
+#include "unit/testing/cpu_probe.h"
 #include "unit/testing/recording_listener.h"
 
 namespace aclvmm::dev::emu {
 namespace {
 
-// Whether a read of va faults (tried in a child, so the test survives it).
-bool cpu_read_faults(uint64_t va) {
-  const pid_t child = ::fork();
-  if (child == 0) {
-    volatile const char* p = reinterpret_cast<const char*>(va);
-    (void)*p;
-    ::_exit(0);
-  }
-  int status = 0;
-  ::waitpid(child, &status, 0);
-  return !(WIFEXITED(status) && WEXITSTATUS(status) == 0);
-}
+using testing::cpu_read_faults;
 
 class EmuDeviceMmuTest : public ::testing::Test {
  protected:
