@@ -13,14 +13,15 @@
 //   rounding beyond that). The core maps the malloc policy onto page and memory type and makes
 //   the huge-then-normal retry itself (two calls), as the vendor runtime does.
 //   Result: the block's address (device blocks in WindowLayout::device_general, host blocks in
-//   host_pinned; 2 MiB aligned, 1 GiB aligned from 1 GiB on), the span it occupies, the page size
-//   queries report, and the physical object behind it (a PhysicalId; 0 when the backend has none
-//   to offer). The owning device (kDevice) has read-write access; a host block is read-write for the
+//   host_pinned; 2 MiB aligned, device blocks 1 GiB aligned from 1 GiB on), the span it occupies,
+//   the page size queries report, and the physical object behind it (a PhysicalId; 0 when the
+//   backend has none to offer). The owning device (kDevice) has read-write access; a host block is read-write for the
 //   CPU and reachable by every device through the host. Charged like PhysicalAllocator::create;
 //   kOutOfMemory when full.
 //   Transitional (until migration step 7 gives backends their windows): the core still owns the
 //   windows and places the block itself: `address` is the start it took from its window (2 MiB
-//   aligned, 1 GiB aligned from 1 GiB on), a range nothing else is mapped in. emu and fake put the
+//   aligned; a device block of 1 GiB or more 1 GiB aligned: host blocks of any size sit at 2 MiB
+//   steps, as aclrtMallocHost's addresses always have), a range nothing else is mapped in. emu and fake put the
 //   block there (the fake checks it: kInvalidArgument and a violation otherwise); a backend with
 //   windows of its own (hal) ignores it.
 // - free(): a block address exactly as returned. The block's physical object (if any) dies with

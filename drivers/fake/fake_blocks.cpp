@@ -24,7 +24,7 @@ Result FakeBlocks::allocate(const BlockRequest& request, Block* out) {
     return machine_.violation("block: no size");
   }
   const uint64_t bytes = round_up(request.size, page);
-  const uint64_t align = bytes >= kGiB ? kGiB : 2 * kMiB;
+  const uint64_t align = device && bytes >= kGiB ? kGiB : 2 * kMiB;  // block_allocator.h
   const uint64_t span = round_up(bytes, align);
   if (request.address == 0 || request.address % align != 0) {
     return machine_.violation("block: the address is not aligned for its size");

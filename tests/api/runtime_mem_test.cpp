@@ -261,6 +261,27 @@ TEST_F(RuntimeMalloc, HostMemoryIsCpuAccessible) {
   EXPECT_EQ(aclrtFreeHost(host), ACL_SUCCESS);
 }
 
+// Host blocks sit at 2 MiB steps whatever their size (only device blocks of 1 GiB or more are
+// 1 GiB aligned): a block of a GiB or more after a small one comes right after it, and works
+// (the fuzzer found it refused with 507899 once blocks moved into the backend).
+TEST_F(RuntimeMalloc, LargeHostBlocksFollowSmallOnesAtTwoMebibyteSteps) {
+  void* small = nullptr;
+  void* large = nullptr;
+  void* larger = nullptr;
+  ASSERT_EQ(aclrtMallocHost(&small, 4096), ACL_SUCCESS);
+  ASSERT_EQ(aclrtMallocHost(&large, kGiB), ACL_SUCCESS) << aclGetRecentErrMsg();
+  ASSERT_EQ(aclrtMallocHost(&larger, kGiB + 4096), ACL_SUCCESS) << aclGetRecentErrMsg();
+  const auto at = [](void* p) { return reinterpret_cast<uintptr_t>(p); };
+  EXPECT_EQ(at(large) % (2 * kMiB), 0u);
+  EXPECT_EQ(at(large), at(small) + 2 * kMiB);
+  EXPECT_EQ(at(larger), at(large) + kGiB);
+  static_cast<volatile char*>(larger)[kGiB + 4095] = 7;  // the last byte is the CPU's
+  EXPECT_EQ(static_cast<volatile char*>(larger)[kGiB + 4095], 7);
+  EXPECT_EQ(aclrtFreeHost(larger), ACL_SUCCESS);
+  EXPECT_EQ(aclrtFreeHost(large), ACL_SUCCESS);
+  EXPECT_EQ(aclrtFreeHost(small), ACL_SUCCESS);
+}
+
 TEST_F(RuntimeMalloc, DeviceMemoryIsNotCpuAccessible) {
   void* dev = nullptr;
   ASSERT_EQ(aclrtMalloc(&dev, 4096, ACL_MEM_MALLOC_HUGE_FIRST), ACL_SUCCESS);

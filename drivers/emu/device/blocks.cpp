@@ -32,7 +32,7 @@ Result EmuBlocks::allocate(const BlockRequest& request, Block* out) {
     return Result::from_errno(EINVAL);
   }
   const uint64_t bytes = round_up(request.size, kHostPage);
-  const uint64_t align = bytes >= kGiB ? kGiB : 2 * kMiB;
+  const uint64_t align = device && bytes >= kGiB ? kGiB : 2 * kMiB;  // block_allocator.h
   if (request.address == 0 || request.address % align != 0) return Result::from_errno(EINVAL);
   PhysicalSpec spec;
   spec.location = device ? Location::device(request.device) : Location::host();
