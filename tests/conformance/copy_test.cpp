@@ -27,10 +27,7 @@ using dev::InitialAccess;
 using dev::kGiB;
 using dev::kMiB;
 using dev::Location;
-using dev::MemType;
-using dev::PageType;
 using dev::PhysicalId;
-using dev::PhysicalSpec;
 using Side = CopyOutcome::Side;
 
 constexpr uint64_t kHalf = 36 * kMiB;  // each of the two objects behind the device range
@@ -81,13 +78,6 @@ class CopyConformance : public BackendTest {
     BackendTest::TearDown();
   }
 
-  PhysicalId create(Location where, uint64_t size) {
-    PhysicalSpec spec{where, PageType::kHuge,
-                      where.kind == Location::Kind::kDevice ? MemType::kHbm : MemType::kDdr, size};
-    PhysicalId id;
-    EXPECT_TRUE(be().physical().create(spec, &id).ok());
-    return id;
-  }
   CopyOutcome copy(CopyEndpoint dst, CopyEndpoint src, uint64_t size, Executor who = on(0)) {
     return be().copy_engine().copy(CopyRequest{dst, src, size, who});
   }
