@@ -2,11 +2,11 @@
 // core's modules get unit tests that need no kernel, and which the conformance suite holds to
 // the same contracts as emu.
 //
-// Migration steps 1–2b give it the units emu has: devices (fake_devices.h), physical memory in
+// Migration steps 1–3 give it the units emu has: devices (fake_devices.h), physical memory in
 // byte stores (fake_physical.h), host services (fake_host.h), the device MMU (fake_mmu.h, step
-// 2), blocks (fake_blocks.h, step 2b), sharing between the "processes" of a FakeWorld
-// (fake_sharing.h, step 5); the other units answer kNotSupported
-// (unsupported_units.h) until their steps. Everything a contract asks the core to guarantee is
+// 2), blocks (fake_blocks.h, step 2b), synchronous copies (fake_copy_engine.h, step 3), sharing
+// between the "processes" of a FakeWorld (fake_sharing.h, step 5); the other units answer
+// kNotSupported (unsupported_units.h) until their steps. Everything a contract asks the core to guarantee is
 // checked and counted (violations(), fake_machine.h). No threads, no system call but malloc.
 //
 // open_fake_backend() is the factory the tests use: the backend behind the same injection
@@ -22,6 +22,7 @@
 
 #include "drivers/device_backend.h"
 #include "drivers/fake/fake_blocks.h"
+#include "drivers/fake/fake_copy_engine.h"
 #include "drivers/fake/fake_devices.h"
 #include "drivers/fake/fake_host.h"
 #include "drivers/fake/fake_machine.h"
@@ -44,6 +45,7 @@ class FakeBackend final : public PartialBackend {
   DeviceMmu& mmu() override { return mmu_; }
   Sharing& sharing() override { return sharing_; }
   BlockAllocator& blocks() override { return blocks_; }
+  CopyEngine& copy_engine() override { return copy_engine_; }
   HostServices& host() override { return host_; }
 
   std::string describe(Result result) const override;
@@ -78,6 +80,7 @@ class FakeBackend final : public PartialBackend {
   FakeSharing sharing_;  // after physical_: ends exports as objects are released
   FakeMmu mmu_;  // after physical_: its destructor lets go of what is still mapped
   FakeBlocks blocks_;
+  FakeCopyEngine copy_engine_;
 };
 
 // A fake behind the injection decorator in *out; *bare (if given) is the FakeBackend inside, valid

@@ -1,9 +1,12 @@
 #include "drivers/fake/fake_mmu.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <iterator>
 #include <mutex>
 #include <new>
+
+#include "drivers/copy_rights.h"
 
 namespace aclvmm::dev::fake {
 namespace {
@@ -213,6 +216,40 @@ Result FakeMmu::cpu_access(uint64_t va, void* buffer, size_t n, bool write) {
   if (bytes == nullptr) return Result::from_errno(EFAULT);
   const uint64_t at = e->offset + (va - start);
   return write ? bytes->write(at, buffer, n) : bytes->read(at, buffer, n);
+}
+
+Result FakeMmu::reach_locked(uint64_t va, uint64_t left, bool write, const Executor& who,
+                             ByteStore** bytes, uint64_t* offset, uint64_t* length) {
+  uint64_t start = 0;
+  const Entry* e = containing(va, &start);
+  if (e == nullptr) return Result::from_errno(EFAULT);
+  if (!executor_may_reach(who, e->owner, e->kind == AddressInfo::Kind::kDeviceBlock, write,
+                          [e](Location l) { return flags_of(*e, l); })) {
+    return Result::from_errno(EACCES);
+  }
+  *bytes = physical_.bytes_locked(e->memory);
+  if (*bytes == nullptr) return Result::from_errno(EFAULT);
+  *offset = e->offset + (va - start);
+  *length = std::min(left, e->size - (va - start));
+  return Result::success();
+}
+
+bool FakeMmu::host_reaches_locked(uint64_t address, uint64_t n, uint64_t* bad) const {
+  const uint64_t null_page = machine_.config().page_size;
+  if (address < null_page) {
+    *bad = address;
+    return false;
+  }
+  auto it = mappings_.upper_bound(address);
+  if (it != mappings_.begin() && address - std::prev(it)->first < std::prev(it)->second.size) {
+    *bad = address;
+    return false;
+  }
+  if (it != mappings_.end() && it->first - address < n) {
+    *bad = it->first;
+    return false;
+  }
+  return true;
 }
 
 size_t FakeMmu::live_mappings() const {

@@ -49,6 +49,17 @@ class FakeMmu final : public DeviceMmu {
                           AddressInfo::Kind kind, uint32_t page_size);
   Result unmap_block_locked(uint64_t va, PhysicalId* memory);
 
+  // For the copy engine (fake_copy_engine.h), under the machine's lock: the bytes the entry at
+  // va holds for `who` (copy_rights.h), from *offset, and how many of `left` bytes it holds
+  // there (*length); kBadAddress (-EFAULT) when nothing is mapped at va, kNotPermitted
+  // (-EACCES) without the right.
+  Result reach_locked(uint64_t va, uint64_t left, bool write, const Executor& who,
+                      ByteStore** bytes, uint64_t* offset, uint64_t* length);
+  // Under the lock: whether [address, +n) is process memory the CPU reaches: not the null page
+  // and no fake entry (the CPU cannot dereference fake memory); else the first address it
+  // cannot reach in *bad.
+  bool host_reaches_locked(uint64_t address, uint64_t n, uint64_t* bad) const;
+
  private:
   struct Entry {
     uint64_t size = 0;

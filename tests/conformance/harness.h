@@ -115,6 +115,16 @@ class BackendTest : public ::testing::TestWithParam<HarnessFactory> {
 
   dev::DeviceBackend& be() { return *backend_; }
   Harness& harness() { return *harness_; }
+  // New physical memory of 2 MiB pages at `where` (HBM on a device, DDR on the host); a failed
+  // create is a test failure and answers the null id.
+  dev::PhysicalId create(dev::Location where, uint64_t size) {
+    const bool device = where.kind == dev::Location::Kind::kDevice;
+    dev::PhysicalSpec spec{where, dev::PageType::kHuge,
+                           device ? dev::MemType::kHbm : dev::MemType::kDdr, size};
+    dev::PhysicalId id;
+    EXPECT_TRUE(be().physical().create(spec, &id).ok());
+    return id;
+  }
 
   testing::RecordingListener listener_;
   std::unique_ptr<Harness> harness_;

@@ -20,20 +20,10 @@ using dev::kMiB;
 using dev::Location;
 using dev::MemoryInfo;
 using dev::MemoryKind;
-using dev::MemType;
-using dev::PageType;
 using dev::PhysicalId;
-using dev::PhysicalSpec;
 
 class MmuConformance : public BackendTest {
  protected:
-  PhysicalId create(Location where, uint64_t size) {
-    PhysicalSpec spec{where, PageType::kHuge,
-                      where.kind == Location::Kind::kDevice ? MemType::kHbm : MemType::kDdr, size};
-    PhysicalId id;
-    EXPECT_TRUE(be().physical().create(spec, &id).ok());
-    return id;
-  }
   uint64_t reserve(uint64_t size) {
     const uint64_t va = harness().reserve_va(size);
     EXPECT_NE(va, 0u);

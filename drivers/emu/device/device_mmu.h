@@ -47,6 +47,8 @@ class EmuDeviceMmu final : public DeviceMmu {
 
   // Mappings and blocks in the page table.
   size_t live_mappings() const { return table_.live(); }
+  // What the copy engine translates through (copy_engine.h, D4).
+  const EmuPageTable& page_table() const { return table_; }
 
  private:
   // The mapping (never a block) that is exactly [va, va+size), or nullptr.

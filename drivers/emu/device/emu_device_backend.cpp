@@ -36,7 +36,8 @@ EmuDeviceBackend::EmuDeviceBackend(const EmulationOptions& options, BackendListe
       legacy_(ledger_),
       sharing_(listener, share_transport_, options.device_count, options.visible_devices),
       mmu_(listener, options.host_access_open),
-      blocks_(physical_, mmu_, options.device_count) {
+      blocks_(physical_, mmu_, options.device_count),
+      copy_engine_(mmu_.page_table()) {
   physical_.end_exports_through(&sharing_);
 }
 

@@ -2,7 +2,8 @@
 // migration steps 1–2b). It has its devices (devices.h), the host services shared with hal
 // (drivers/host/), physical memory (physical_allocator.h) over today's emu modules, the
 // device MMU with its page table and CPU views (device_mmu.h, step 2), blocks (blocks.h,
-// step 2b), sharing (sharing/, step 5: share ids, endpoints, listener, whitelist); every
+// step 2b), sharing (sharing/, step 5: share ids, endpoints, listener, whitelist), the copy
+// engine's synchronous form (copy_engine.h, step 3); every
 // other unit answers kNotSupported until its migration step gives it one (unsupported_units.h),
 // and the capabilities claim nothing of those.
 //
@@ -20,6 +21,7 @@
 #include "drivers/device_backend.h"
 #include "drivers/emu/device/blocks.h"
 #include "drivers/emu/device/capacity.h"
+#include "drivers/emu/device/copy_engine.h"
 #include "drivers/emu/device/device_mmu.h"
 #include "drivers/emu/device/devices.h"
 #include "drivers/emu/device/legacy_bridge.h"
@@ -45,6 +47,7 @@ class EmuDeviceBackend final : public PartialBackend {
   DeviceMmu& mmu() override { return mmu_; }
   Sharing& sharing() override { return sharing_; }
   BlockAllocator& blocks() override { return blocks_; }
+  CopyEngine& copy_engine() override { return copy_engine_; }
   HostServices& host() override { return host_; }
 
   std::string describe(Result result) const override;
@@ -71,6 +74,7 @@ class EmuDeviceBackend final : public PartialBackend {
   EmuSharing sharing_;  // before the MMU: a mapped object's release may still end its export
   EmuDeviceMmu mmu_;  // its destructor drops the objects still mapped or allocated as blocks
   EmuBlocks blocks_;  // over physical_ and mmu_; holds nothing of its own
+  EmuCopyEngine copy_engine_;  // over mmu_'s page table; a running copy holds its own references
 };
 
 }  // namespace aclvmm::dev::emu

@@ -1,0 +1,163 @@
+#include "drivers/emu/device/copy_engine.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+
+#include "drivers/copy_rights.h"
+#include "drivers/emu/device/hazard.h"
+#include "drivers/emu/device/physical_object.h"
+#include "drivers/emu/host_copy.h"
+
+namespace aclvmm::dev::emu {
+namespace {
+
+using Side = CopyOutcome::Side;
+
+// One endpoint's piece: the memory a mapped range reaches (with the copy's own reference), or
+// process memory (memory == nullptr) at `address`.
+struct Piece {
+  EmuPhysical* memory = nullptr;
+  uint64_t offset = 0;
+  uint64_t length = 0;
+  Piece() = default;
+  Piece(const Piece&) = delete;
+  Piece& operator=(const Piece&) = delete;
+  ~Piece() {
+    if (memory != nullptr) memory->drop();
+  }
+};
+
+// The entry covering va in hazard slot `slot`, checked for the executor, with a reference on its
+// memory taken before the slot is given back (an unmap waits for the slot, hazard.h).
+Result reach(const EmuPageTable& table, size_t slot, uint64_t va, uint64_t left, bool write,
+             const Executor& who, Piece* out) {
+  const MmuEntry* e = table.protect(slot, va);
+  Result result = Result::success();
+  if (e == nullptr || va - e->va >= e->size) {
+    result = Result::from_errno(EFAULT);
+  } else if (!executor_may_reach(who, e->owner, e->kind == AddressInfo::Kind::kDeviceBlock, write,
+                                 [e](Location l) { return e->access(l); })) {
+    result = Result::from_errno(EACCES);
+  } else {
+    e->memory->retain();
+    out->memory = e->memory;
+    out->offset = e->offset + (va - e->va);
+    out->length = std::min(left, e->size - (va - e->va));
+  }
+  hazard::release(slot);
+  return result;
+}
+
+// Whether some byte of [address, +n) cannot be read (or written) by the CPU, and the first one
+// in *at (one byte probed per page).
+bool find_unreachable(uint64_t address, uint64_t n, bool write, uint64_t* at) {
+  static const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+  for (uint64_t a = address; a - address < n; a = (a / page + 1) * page) {
+    auto* p = reinterpret_cast<uint8_t*>(a);
+    uint8_t byte = 0;
+    // Writes back what it read: the copy overwrites this byte anyway.
+    if (drv::emu::host_copy(&byte, p, 1) != 0 || (write && drv::emu::host_copy(p, &byte, 1) != 0)) {
+      *at = a;
+      return true;
+    }
+    if (a + page < a) break;
+  }
+  return false;
+}
+
+// A failed host-side access of [address, +n): kBadAddress at its first unreachable byte (its
+// start when every page answers by now: the process changed its mappings meanwhile).
+CopyOutcome host_fault(Side side, uint64_t address, uint64_t n, bool write) {
+  uint64_t at = address;
+  (void)find_unreachable(address, n, write, &at);
+  return CopyOutcome{Result::from_errno(EFAULT), side, at};
+}
+
+// Both sides host memory: the side whose bad byte comes first in the copy's order.
+CopyOutcome host_pair_fault(uint64_t src_va, uint64_t dst_va, uint64_t len) {
+  uint64_t bad_src = src_va, bad_dst = dst_va;
+  const bool src_bad = find_unreachable(src_va, len, false, &bad_src);
+  const bool dst_bad = find_unreachable(dst_va, len, true, &bad_dst);
+  if (dst_bad && (!src_bad || bad_dst - dst_va < bad_src - src_va)) {
+    return CopyOutcome{Result::from_errno(EFAULT), Side::kDestination, bad_dst};
+  }
+  return CopyOutcome{Result::from_errno(EFAULT), Side::kSource, bad_src};
+}
+
+// Moves len bytes between two pieces (src at src_va, dst at dst_va when they are host memory).
+CopyOutcome move(const Piece& s, uint64_t src_va, const Piece& d, uint64_t dst_va, uint64_t len) {
+  auto* host_src = reinterpret_cast<const void*>(src_va);
+  auto* host_dst = reinterpret_cast<void*>(dst_va);
+  int rc = 0;
+  if (s.memory != nullptr && d.memory != nullptr) {
+    rc = s.memory->memory().copy_to(s.offset, d.memory->memory(), d.offset, len);
+  } else if (s.memory != nullptr) {
+    rc = s.memory->memory().read(s.offset, host_dst, len);
+    if (rc == -EFAULT) return host_fault(Side::kDestination, dst_va, len, true);
+  } else if (d.memory != nullptr) {
+    rc = d.memory->memory().write(d.offset, host_src, len);
+    if (rc == -EFAULT) return host_fault(Side::kSource, src_va, len, false);
+  } else {
+    rc = drv::emu::host_copy(host_dst, host_src, len);
+    if (rc == -EFAULT) return host_pair_fault(src_va, dst_va, len);
+  }
+  if (rc != 0) return CopyOutcome{Result::from_raw(rc), Side::kNone, 0};
+  return CopyOutcome{};
+}
+
+}  // namespace
+
+CopyOutcome EmuCopyEngine::copy(const CopyRequest& request) {
+  const CopyEndpoint& src = request.src;
+  const CopyEndpoint& dst = request.dst;
+  CopyOutcome refused;
+  if (!admissible(src, request.size, Side::kSource, &refused) ||
+      !admissible(dst, request.size, Side::kDestination, &refused)) {
+    return refused;
+  }
+  for (uint64_t done = 0; done < request.size;) {
+    const uint64_t left = request.size - done;
+    Piece s, d;
+    s.length = d.length = left;
+    if (src.kind == EndpointKind::kMapped) {
+      Result r = reach(table_, 0, src.address + done, left, false, request.executor, &s);
+      if (!r.ok()) return failure(r, Side::kSource, src.address + done);
+    }
+    if (dst.kind == EndpointKind::kMapped) {
+      Result r = reach(table_, 1, dst.address + done, left, true, request.executor, &d);
+      if (!r.ok()) return failure(r, Side::kDestination, dst.address + done);
+    }
+    const uint64_t len = std::min(s.length, d.length);
+    CopyOutcome moved = move(s, src.address + done, d, dst.address + done, len);
+    if (!moved.result.ok()) return moved;
+    done += len;
+  }
+  return CopyOutcome{};
+}
+
+CopyOutcome EmuCopyEngine::fill(const FillRequest& request) {
+  const CopyEndpoint& dst = request.dst;
+  CopyOutcome refused;
+  if (!admissible(dst, request.size, Side::kDestination, &refused)) return refused;
+  if (dst.kind == EndpointKind::kHostMemory) {
+    const int rc = drv::emu::host_fill(reinterpret_cast<void*>(dst.address), request.value,
+                                       request.size);
+    if (rc == -EFAULT) return host_fault(Side::kDestination, dst.address, request.size, true);
+    if (rc != 0) return failure(Result::from_raw(rc), Side::kNone, 0);
+    return CopyOutcome{};
+  }
+  for (uint64_t done = 0; done < request.size;) {
+    Piece d;
+    Result r = reach(table_, 1, dst.address + done, request.size - done, true, request.executor,
+                     &d);
+    if (!r.ok()) return failure(r, Side::kDestination, dst.address + done);
+    const int rc = d.memory->memory().fill(d.offset, request.value, d.length);
+    if (rc != 0) return failure(Result::from_raw(rc), Side::kDestination, dst.address + done);
+    done += d.length;
+  }
+  return CopyOutcome{};
+}
+
+}  // namespace aclvmm::dev::emu

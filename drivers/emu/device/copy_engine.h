@@ -1,0 +1,39 @@
+// EmuCopyEngine: CopyEngine of the emulated NPU, its synchronous form (copy, fill; the queues
+// come with migration step 4 and answer kNotSupported until then).
+//
+// A copy translates its addresses when it executes (D4): each kMapped endpoint is looked up in
+// the device page table (page_table.h) piece by piece, one MmuEntry at a time, so a range may
+// run across mappings and blocks. The entry is found under a hazard slot (hazard.h: slot 0 for
+// the source, 1 for the destination), the executor's rights are checked there (copy_rights.h),
+// and the copy takes its own reference on the entry's EmuPhysical before it gives the slot
+// back, so an unmap racing the copy can neither free the entry being read nor the memory being
+// copied. Bytes move through the object's memfd (MemfdMemory read / write / copy_to / fill).
+// kHostMemory endpoints are process memory reached by the guarded host copy (host_copy.h): a bad
+// pointer is -EFAULT, never a fault; the first address that cannot be reached is then found by
+// probing the host range page by page (the failure path only). kManaged: kNotSupported until
+// unified memory is the backend's (step 6).
+//
+// Results: kInvalidArgument (size 0, a kind out of range); kBadAddress (-EFAULT) for a range that
+// is not fully mapped, wraps, or a host pointer the CPU cannot reach; kNotPermitted (-EACCES) for
+// an executor without the right; each with the side and the first address.
+//
+// Threading: copy/fill from any thread, no lock.
+#pragma once
+
+#include "drivers/emu/device/page_table.h"
+#include "drivers/sync_copy_engine.h"
+
+namespace aclvmm::dev::emu {
+
+class EmuCopyEngine final : public SyncCopyEngine {
+ public:
+  explicit EmuCopyEngine(const EmuPageTable& table) : table_(table) {}
+
+  CopyOutcome copy(const CopyRequest& request) override;
+  CopyOutcome fill(const FillRequest& request) override;
+
+ private:
+  const EmuPageTable& table_;
+};
+
+}  // namespace aclvmm::dev::emu

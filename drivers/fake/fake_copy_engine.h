@@ -1,0 +1,38 @@
+// FakeCopyEngine: the fake's CopyEngine, synchronous form (copy, fill; queues answer
+// kNotSupported until migration step 4), over its byte stores. As emu's (drivers/emu/device/
+// copy_engine.h): kMapped endpoints are translated through the fake MMU when the copy runs,
+// piece by piece across entries, with the executor's rights (copy_rights.h); kManaged is
+// kNotSupported. kHostMemory endpoints are the test's own buffers: the fake cannot probe process
+// memory without a system call, so it refuses what its CPU model says faults (the null page and
+// fake memory, fake_mmu.h host_reaches_locked) before any byte moves, and trusts the rest.
+// Results and sides as emu's; a size of 0 or an unknown kind (the contract's preconditions) is
+// a counted violation (fake_machine.h).
+//
+// Threading: the machine's lock for the whole call.
+#pragma once
+
+#include "drivers/fake/fake_machine.h"
+#include "drivers/fake/fake_mmu.h"
+#include "drivers/sync_copy_engine.h"
+
+namespace aclvmm::dev::fake {
+
+class FakeCopyEngine final : public SyncCopyEngine {
+ public:
+  FakeCopyEngine(FakeMachine& machine, FakeMmu& mmu) : machine_(machine), mmu_(mmu) {}
+
+  CopyOutcome copy(const CopyRequest& request) override;
+  CopyOutcome fill(const FillRequest& request) override;
+
+ private:
+  // A broken precondition, counted (takes the lock).
+  bool broken(uint64_t size, EndpointKind a, EndpointKind b);
+  // Under the lock: kBadAddress with the first address the CPU cannot reach on a host endpoint.
+  bool host_refused(const CopyEndpoint& endpoint, uint64_t size, CopyOutcome::Side side,
+                    CopyOutcome* out) const;
+
+  FakeMachine& machine_;
+  FakeMmu& mmu_;
+};
+
+}  // namespace aclvmm::dev::fake

@@ -1,0 +1,144 @@
+// The emulated NPU's copy engine (drivers/emu/device/copy_engine.h): what only emu does beyond
+// conformance C19-C21: a host range that turns bad part way fails at its first unreachable page
+// with the bytes before it moved, on either side; and a copy racing the unmap of its range never
+// reads a freed entry or freed memory (hazard slot + its own reference): each copy either moves
+// the right bytes or fails with kBadAddress.
+#include "drivers/emu/device/copy_engine.h"
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "drivers/emu/address_space.h"
+#include "drivers/emu/device/capacity.h"
+#include "drivers/emu/device/device_mmu.h"
+#include "drivers/emu/device/physical_allocator.h"
+#include "drivers/emu/device/physical_object.h"
+#include "unit/testing/recording_listener.h"
+
+namespace aclvmm::dev::emu {
+namespace {
+
+using Side = CopyOutcome::Side;
+
+CopyEndpoint mapped(uint64_t va) { return CopyEndpoint{va, EndpointKind::kMapped}; }
+CopyEndpoint host(const void* p) {
+  return CopyEndpoint{reinterpret_cast<uint64_t>(p), EndpointKind::kHostMemory};
+}
+
+class EmuCopyEngineTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_EQ(drv::emu::claim_window(0, kGiB, kGiB, &va_), 0);
+    PhysicalSpec spec{Location::device(0), PageType::kHuge, MemType::kHbm, 4 * kMiB};
+    ASSERT_TRUE(physical_.create(spec, &mem_).ok());
+    ASSERT_TRUE(mmu_.map(va_, 4 * kMiB, mem_, 0, InitialAccess::kOwnerReadWrite).ok());
+    page_ = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+    // Three host pages, the middle one unreachable.
+    void* p = ::mmap(nullptr, 3 * page_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    ASSERT_NE(p, MAP_FAILED);
+    pages_ = static_cast<uint8_t*>(p);
+    std::memset(pages_, 0x33, 3 * page_);
+    ASSERT_EQ(::mprotect(pages_ + page_, page_, PROT_NONE), 0);
+  }
+  void TearDown() override {
+    if (pages_ != nullptr) ::munmap(pages_, 3 * page_);
+    (void)mmu_.unmap(va_, 4 * kMiB);
+    if (mem_) (void)physical_.release(mem_);
+    (void)drv::emu::release_window(va_, kGiB);
+  }
+  CopyOutcome copy(CopyEndpoint dst, CopyEndpoint src, uint64_t n) {
+    return engine_.copy(CopyRequest{dst, src, n, Executor{0, 0}});
+  }
+  std::vector<uint8_t> device(uint64_t offset, size_t n) {
+    std::vector<uint8_t> out(n);
+    EXPECT_EQ(EmuPhysical::from_id(mem_)->memory().read(offset, out.data(), n), 0);
+    return out;
+  }
+
+  uint64_t va_ = 0;
+  testing::RecordingListener listener_;
+  CapacityLedger ledger_{listener_, 2, 64 * kMiB, 64 * kMiB};
+  EmuPhysicalAllocator physical_{ledger_, listener_, 2, 0, true};
+  EmuDeviceMmu mmu_{listener_, false};
+  EmuCopyEngine engine_{mmu_.page_table()};
+  PhysicalId mem_;
+  size_t page_ = 4096;
+  uint8_t* pages_ = nullptr;
+};
+
+TEST_F(EmuCopyEngineTest, AHostRangeThatTurnsBadFailsAtItsFirstUnreachablePage) {
+  uint8_t* bad = pages_ + page_;
+  // Host source: 100 bytes before the bad page, then the bad page.
+  CopyOutcome out = copy(mapped(va_), host(bad - 100), 2 * page_);
+  EXPECT_EQ(out.result.condition(), Condition::kBadAddress);
+  EXPECT_EQ(out.failed_side, Side::kSource);
+  EXPECT_EQ(out.failed_address, reinterpret_cast<uint64_t>(bad));
+  // Host destination: the bytes before the bad page were written.
+  std::vector<uint8_t> bytes(2 * page_, 0x5a);
+  ASSERT_EQ(copy(mapped(va_), host(bytes.data()), bytes.size()).result.raw(), 0);
+  out = copy(host(bad - 100), mapped(va_), 2 * page_);
+  EXPECT_EQ(out.result.condition(), Condition::kBadAddress);
+  EXPECT_EQ(out.failed_side, Side::kDestination);
+  EXPECT_EQ(out.failed_address, reinterpret_cast<uint64_t>(bad));
+  // Both sides host memory: the side whose bad byte comes first in the copy's order.
+  std::vector<uint8_t> big(4 * page_, 1);
+  out = copy(host(bad - 10), host(big.data()), 3 * page_);
+  EXPECT_EQ(out.failed_side, Side::kDestination);
+  EXPECT_EQ(out.failed_address, reinterpret_cast<uint64_t>(bad));
+  out = copy(host(big.data()), host(bad - 20), 3 * page_);
+  EXPECT_EQ(out.failed_side, Side::kSource);
+  EXPECT_EQ(out.failed_address, reinterpret_cast<uint64_t>(bad));
+  // A fill.
+  out = engine_.fill(FillRequest{host(bad - 1), 0, 2, Executor{0, 0}});
+  EXPECT_EQ(out.failed_side, Side::kDestination);
+  EXPECT_EQ(out.failed_address, reinterpret_cast<uint64_t>(bad));
+}
+
+// A copy racing the unmap (and map again) of its range: every outcome is the whole bytes or
+// kBadAddress in that range, and the memory is released whole at the end.
+TEST_F(EmuCopyEngineTest, ConcurrencyACopyRacingAnUnmapMovesTheBytesOrFailsCleanly) {
+  std::vector<uint8_t> bytes(3 * kMiB);
+  for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<uint8_t>(i * 7 + i / 4096);
+  ASSERT_EQ(copy(mapped(va_), host(bytes.data()), bytes.size()).result.raw(), 0);
+  std::atomic<bool> stop{false};
+  std::atomic<int> remaps{0};
+  std::thread mapper([&] {
+    for (int i = 0; i < 400; ++i) {
+      if (!mmu_.unmap(va_, 4 * kMiB).ok()) break;
+      if (!mmu_.map(va_, 4 * kMiB, mem_, 0, InitialAccess::kOwnerReadWrite).ok()) break;
+      remaps.fetch_add(1);
+    }
+    stop.store(true);
+  });
+  int copied = 0, refused = 0, wrong = 0;
+  std::vector<uint8_t> back(bytes.size());
+  while (!stop.load() || copied + refused < 50) {
+    CopyOutcome out = copy(host(back.data()), mapped(va_ + 100), bytes.size() - 100);
+    if (out.result.ok()) {
+      ++copied;
+      if (std::memcmp(back.data(), bytes.data() + 100, bytes.size() - 100) != 0) ++wrong;
+    } else {
+      ++refused;
+      if (out.result.condition() != Condition::kBadAddress || out.failed_side != Side::kSource ||
+          out.failed_address - va_ >= 4 * kMiB) {
+        ++wrong;
+      }
+    }
+    if (stop.load() && copied + refused >= 50) break;
+  }
+  mapper.join();
+  EXPECT_EQ(remaps.load(), 400);
+  EXPECT_EQ(wrong, 0) << copied << " copied, " << refused << " refused";
+  EXPECT_GT(copied + refused, 0);
+  EXPECT_EQ(mmu_.live_mappings(), 1u);
+}
+
+}  // namespace
+}  // namespace aclvmm::dev::emu
