@@ -19,7 +19,7 @@
 //   READ on the source and READWRITE on the destination for device memory (a device block is
 //   also reachable from a device with peer access to its owner), the HOST location's rights for
 //   host memory, whichever device executes. A range that is not fully mapped, or that the
-//   executor may not reach, fails with kBadAddress / kNoAccess naming the side and the first
+//   executor may not reach, fails with kBadAddress / kNotPermitted naming the side and the first
 //   address; the core builds the message from its own bookkeeping on that path only.
 // - kManaged: an address in the managed window. Residency is the backend's (unified_memory.h),
 //   so only the backend can say where those bytes are when the command runs: it applies its
