@@ -28,6 +28,17 @@ std::shared_ptr<PhysicalAllocation> new_allocation(Side side, int device, uint64
   return phys;
 }
 
+// Places a block through the backend; the ledger's refusal (D8) becomes the caller's
+// out-of-memory message, built only on that path.
+template <typename OutOfMemory>
+StatusOr<uint64_t> place(AddressSpace& space, const BlockSpec& block,
+                         std::shared_ptr<PhysicalAllocation> phys, OutOfMemory out_of_memory) {
+  dev::Condition refused = dev::Condition::kOk;
+  auto placed = space.add_block(block, std::move(phys), &refused);
+  if (refused == dev::Condition::kOutOfMemory) return out_of_memory();
+  return placed;
+}
+
 }  // namespace
 
 StatusOr<uint64_t> Vmm::device_malloc(uint64_t size, int policy) {
@@ -46,7 +57,6 @@ StatusOr<uint64_t> Vmm::device_malloc(uint64_t size, int policy) {
   uint64_t page = page_size_for(policy, padded);
   uint64_t bytes = round_up(padded, page);
   if (bytes < size) return Error(ACL_ERROR_RT_MEMORY_ALLOCATION, "size is too large");
-  // The device backend's ledger is the authority (D8): it refuses inside add_block.
   auto out_of_memory = [&] {
     return Error(ACL_ERROR_RT_MEMORY_ALLOCATION,
                  "device " + std::to_string(rt_.user_device(dev)) + " is out of memory: " +
@@ -60,10 +70,7 @@ StatusOr<uint64_t> Vmm::device_malloc(uint64_t size, int policy) {
   block.requested = size;
   block.page_size = static_cast<uint32_t>(page);
   block.device = dev;
-  dev::Condition refused = dev::Condition::kOk;
-  auto placed = space_.add_block(block, std::move(phys), &refused);
-  if (refused == dev::Condition::kOutOfMemory) return out_of_memory();
-  return placed;
+  return place(space_, block, std::move(phys), out_of_memory);
 }
 
 Status Vmm::device_free(uint64_t ptr) {
@@ -86,10 +93,7 @@ StatusOr<uint64_t> Vmm::host_malloc(uint64_t size) {
   block.kind = RegionKind::kHostPinned;
   block.size = bytes;
   block.requested = size;
-  dev::Condition refused = dev::Condition::kOk;
-  auto placed = space_.add_block(block, std::move(phys), &refused);
-  if (refused == dev::Condition::kOutOfMemory) return out_of_memory();
-  return placed;
+  return place(space_, block, std::move(phys), out_of_memory);
 }
 
 Status Vmm::host_free(uint64_t ptr) {
