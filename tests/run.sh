@@ -73,6 +73,24 @@ configure_and_build() {
 }
 
 # run_ctest <stage> <build-dir> <prefix-command...> -- [extra ctest args...]
+# CI shows only the tail of this script's output, so the failed tests' names and the end of
+# each one's output are repeated just above the summary.
+FAILURE_REPORT=""
+keep_failures() {
+    local stage="$1" log="$2" name
+    while read -r name; do
+        [ -n "$name" ] || continue
+        FAILURE_REPORT+="--- $stage: $name"$'\n'
+        # ctest --output-on-failure prints a test's output right after its result line and
+        # before the next "Start"/result line; keep the last 40 lines of that block.
+        FAILURE_REPORT+=$(awk -v n="$name" '
+            index($0, ": " n " ") && /Test +#[0-9]+:/ { grab = 1; next }
+            grab && (/^ *Start +[0-9]+:/ || /^ *[0-9]+\/[0-9]+ Test +#/ || /tests passed, /) { grab = 0 }
+            grab { print }' "$log" | tail -n 40)$'\n'
+    done < <(sed -n '/The following tests FAILED:/,$p' "$log" |
+             sed -nE 's/^[[:space:]]+[0-9]+ - ([^ ]+) \(.*/\1/p')
+}
+
 # The prefix (at least `env`) sets the per-stage environment, e.g. `env ASAN_OPTIONS=...`.
 run_ctest() {
     local stage="$1" dir="$2"; shift 2
@@ -100,6 +118,7 @@ run_ctest() {
             record "$stage" PASS "$passed passed, $failed failed"
         else
             record "$stage" FAIL "$passed passed, $failed failed, ctest exit $rc"
+            keep_failures "$stage" "$log"
         fi
     elif grep -q 'No tests were found' "$log"; then
         if [ "$rc" -eq 0 ]; then
@@ -174,6 +193,11 @@ else
 fi
 
 # ---- summary ------------------------------------------------------------------------------
+if [ -n "$FAILURE_REPORT" ]; then
+    echo
+    echo "=== failed tests (last lines of each one's output) ==="
+    printf '%s' "$FAILURE_REPORT"
+fi
 echo
 echo "=== summary ==="
 for i in "${!STAGE_NAMES[@]}"; do
