@@ -148,7 +148,16 @@ StatusOr<PointerInfo> Vmm::pointer_info(uint64_t ptr) {
     info.page_size = static_cast<uint32_t>(kChunk);
     return info;
   }
-  return space_.pointer_info(ptr, rt_.backend().host_page_size());
+  return space_.pointer_info(ptr, host_page());
+}
+
+size_t Vmm::host_page() {
+  size_t page = host_page_.load(std::memory_order_relaxed);
+  if (page == 0) {
+    page = rt_.backend().host_page_size();
+    host_page_.store(page, std::memory_order_relaxed);
+  }
+  return page;
 }
 
 }  // namespace aclvmm::vmm
