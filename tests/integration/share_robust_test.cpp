@@ -70,7 +70,7 @@ TEST_F(ShareRobust, SilentClientDoesNotBlockImporters) {
   const long long denied_before = stat_int(stats(), "ipc.imports_denied");
   Peer im;
   const int silent = connect_endpoint(e.token);
-  ASSERT_GE(silent, 0) << "the endpoint of the token is not where share_transport.cpp puts it";
+  ASSERT_GE(silent, 0) << "the endpoint of the token is not where drivers/emu/sharing/transport.cpp puts it";
   usleep(300 * 1000);  // the exporter has accepted it by now
   double t0 = now_s();
   ASSERT_EQ(Peer::code_of(im.cmd(line("import 0", hex(e.token), 0))), kOk);

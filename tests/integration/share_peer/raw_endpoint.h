@@ -1,9 +1,9 @@
 // The sharing wire spoken without the library: what a hostile client, a squatter or a fake
 // exporter sends and receives (share_security_test.cpp, share_hostile_*_test.cpp).
 //
-// The wire format of src/vmm/share_wire.h (docs/sharing.md §5): a request of 24 bytes, a reply of
-// 32 with the memory's descriptor attached on success, over the abstract unix socket that
-// drivers/emu/share_transport.cpp names after the share id. Replicated here on purpose: each test
+// The wire format of drivers/emu/sharing/wire.h (docs/sharing.md §5): a request of 24 bytes, a
+// reply of 32 with the memory's descriptor attached on success, over the abstract unix socket
+// that drivers/emu/sharing/transport.cpp names after the share id. Replicated here on purpose: each test
 // that uses it has a control case proving the replica right, so its malformed variants are
 // malformed in one way only.
 #pragma once
