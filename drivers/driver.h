@@ -18,7 +18,7 @@
 namespace aclvmm::drv {
 
 // CPU protection of a mapped range. Values equal the ACL access flags on purpose.
-enum class CpuAccess : int { kNone = 0, kRead = 1, kReadWrite = 3 };
+enum class CpuAccess : uint8_t { kNone = 0, kRead = 1, kReadWrite = 3 };
 
 // One piece of physical memory (an HBM or host allocation). Fresh memory reads as zeros.
 class PhysicalMemory {

@@ -42,9 +42,10 @@ struct MmuEntry {
   uint64_t offset = 0;            // into `memory`
   Location owner;                 // where the memory lives
   // Access per location, ACL values (0, 1, 3); devices as read / write masks.
-  std::atomic<uint8_t> host{0};
   std::atomic<uint64_t> dev_read{0};
   std::atomic<uint64_t> dev_write{0};
+  // The small fields share the last word (an entry per live mapping: 64 bytes, not 80).
+  std::atomic<uint8_t> host{0};
   // What the kernel mapping at va allows (cpu_view.h); changed only by the range's caller.
   drv::CpuAccess cpu = drv::CpuAccess::kNone;
   AddressInfo::Kind kind = AddressInfo::Kind::kMapping;  // or kDeviceBlock / kHostBlock
@@ -55,6 +56,7 @@ struct MmuEntry {
   Access access(Location location) const;
   void set_access(Location location, Access flags);
 };
+static_assert(sizeof(MmuEntry) <= 64, "one entry per live mapping: keep it within a cache line");
 
 class EmuPageTable {
  public:
