@@ -1,108 +1,85 @@
 #include "vmm/memory_ops.h"
 
-#include <algorithm>
-#include <cerrno>
 #include <cstdio>
-#include <memory>
-#include <new>
-
+#include <string>
 
 namespace aclvmm::memops {
 namespace {
 
-Status io_error(int rc, const char* what, uint64_t addr) {
+std::string hex(uint64_t v) {
   char buf[32];
-  snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(addr));
-  return Error(ACL_ERROR_RT_DRV_INTERNAL_ERROR,
-               std::string(what) + " at " + buf + " failed: " +
-                   (rc == -EFAULT ? "the address is not accessible" : "errno " + std::to_string(-rc)));
+  snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
+  return buf;
 }
 
-// Moves len bytes between a translated range (at byte `off` of it) and the host buffer `buf`.
-Status transfer(drv::Backend& be, const Translation& t, uint64_t va, uint64_t off, void* buf,
-                uint64_t len, bool to_range) {
-  if (t.cpu) {
-    void* range = reinterpret_cast<void*>(va + off);
-    int rc = to_range ? be.host_copy(range, buf, len) : be.host_copy(buf, range, len);
-    return rc == 0 ? Status::Ok() : io_error(rc, to_range ? "writing" : "reading", va + off);
-  }
-  uint64_t pos = 0;  // start of the current segment within the range
-  auto* bytes = static_cast<uint8_t*>(buf);
-  for (const Segment& s : t.segments) {
-    if (len == 0) break;
-    if (off >= pos + s.length) {
-      pos += s.length;
-      continue;
-    }
-    uint64_t in = off - pos;
-    uint64_t n = std::min(len, s.length - in);
-    int rc = to_range ? s.memory->write(s.offset + in, bytes, n)
-                      : s.memory->read(s.offset + in, bytes, n);
-    if (rc == -EFAULT) {
-      return io_error(rc, to_range ? "reading the host buffer" : "writing the host buffer",
-                      reinterpret_cast<uint64_t>(bytes));
-    }
-    if (rc != 0) return io_error(rc, to_range ? "writing device memory" : "reading device memory", va + off);
-    bytes += n;
-    off += n;
-    len -= n;
-    pos += s.length;
-  }
-  return Status::Ok();
+// The started runtime's device backend always has one; a copy racing the runtime's teardown
+// (a task that outlived its stream) finds none.
+Status no_engine() {
+  return Error(kAclInternalError, "the copy found no device backend (the runtime is stopped)");
 }
 
 }  // namespace
 
-Status MemoryOps::translate(uint64_t va, uint64_t n, bool write, const Accessor& who,
-                            Translation* out) {
-  // Managed memory migrates to the executing device; without one it is reached in place.
-  if (managed_.in_window(va)) return managed_.device_access(va, n, who.device, write, out);
-  return space_.translate(va, n, write, who, out);
+dev::CopyEndpoint MemoryOps::endpoint(uint64_t va) const {
+  // Plain process memory is what the core's records do not know; everything else (device and
+  // host blocks, VMM mappings, and addresses in the windows that nothing holds, which the
+  // engine then refuses) is behind the device MMU. aclrtMallocHost blocks go to the engine too,
+  // translated through their kHostBlock page-table entries like any other block (D10): their
+  // end is then the block's, as the core's own check made it ("runs past its aclrtMallocHost
+  // block"), where a CPU copy would run on into whatever the CPU view has after it, and a copy
+  // between a block and device memory is one piece per entry, as it was one per segment.
+  StatusOr<PointerInfo> info = space_.pointer_info(va, 1);
+  const bool process = info.ok() && info->kind == PointerInfo::kUnregistered;
+  return dev::CopyEndpoint{va, process ? dev::EndpointKind::kHostMemory : dev::EndpointKind::kMapped};
+}
+
+dev::Executor MemoryOps::executor(const Accessor& who) {
+  return dev::Executor{who.device < 0 ? dev::kNoDevice : who.device, who.peer_mask};
+}
+
+Status MemoryOps::refused(const dev::CopyOutcome& out, uint64_t dst, uint64_t src, uint64_t n,
+                          const Accessor& who) const {
+  // The failure path only: the core's records say why, in the order the core always checked
+  // (the destination's range first, then the source's), with today's codes and words.
+  Translation t;
+  ACLVMM_RETURN_IF_ERROR(space_.translate(dst, n, true, who, &t));
+  if (src != 0) ACLVMM_RETURN_IF_ERROR(space_.translate(src, n, false, who, &t));
+  // The records allow the range: a bad process pointer, an injected failure, or a mapping that
+  // changed while the copy ran. The engine's side and first address say where.
+  const bool source = out.failed_side == dev::CopyOutcome::Side::kSource;
+  const uint64_t va = out.failed_address;
+  const bool process = endpoint(va).kind == dev::EndpointKind::kHostMemory;
+  std::string what = source ? "reading " : "writing ";
+  what += process ? "the host buffer" : "device memory";
+  std::string why;
+  switch (out.result.condition()) {
+    case dev::Condition::kBadAddress: why = "the address is not accessible"; break;
+    case dev::Condition::kNotPermitted: why = "the executing device may not reach it"; break;
+    default:
+      why = out.result.is_errno() ? "errno " + std::to_string(out.result.errno_value())
+                                  : "driver error " + std::to_string(out.result.driver_value());
+  }
+  return Error(ACL_ERROR_RT_DRV_INTERNAL_ERROR, what + " at " + hex(va) + " failed: " + why);
 }
 
 Status MemoryOps::copy(void* dst, const void* src, size_t n, const Accessor& who) {
   const uint64_t d = reinterpret_cast<uint64_t>(dst), s = reinterpret_cast<uint64_t>(src);
-  Translation td, ts;
-  ACLVMM_RETURN_IF_ERROR(translate(d, n, true, who, &td));
-  ACLVMM_RETURN_IF_ERROR(translate(s, n, false, who, &ts));
-  if (ts.cpu) return transfer(rt_.backend(), td, d, 0, const_cast<void*>(src), n, true);
-  if (td.cpu) return transfer(rt_.backend(), ts, s, 0, dst, n, false);
-  // Device to device: each overlapping piece of a source and a destination segment in one pass.
-  size_t si = 0, di = 0;
-  uint64_t s_in = 0, d_in = 0, done = 0;  // offsets inside the current segments
-  while (done < n && si < ts.segments.size() && di < td.segments.size()) {
-    const Segment& from = ts.segments[si];
-    const Segment& to = td.segments[di];
-    const uint64_t len = std::min(from.length - s_in, to.length - d_in);
-    int rc = from.memory->copy_to(from.offset + s_in, *to.memory, to.offset + d_in, len);
-    if (rc != 0) return io_error(rc, "copying device memory", d + done);
-    done += len;
-    s_in += len;
-    d_in += len;
-    if (s_in == from.length) ++si, s_in = 0;
-    if (d_in == to.length) ++di, d_in = 0;
-  }
-  return Status::Ok();
+  if (managed_.in_window(d) || managed_.in_window(s)) return managed_copy(dst, src, n, who);
+  const std::shared_ptr<dev::DeviceBackend>& device = rt_.device();
+  if (!device) return no_engine();
+  const dev::CopyRequest request{endpoint(d), endpoint(s), n, executor(who)};
+  const dev::CopyOutcome out = device->copy_engine().copy(request);
+  return out.result.ok() ? Status::Ok() : refused(out, d, s, n, who);
 }
 
 Status MemoryOps::fill(void* dst, uint8_t value, size_t n, const Accessor& who) {
   const uint64_t d = reinterpret_cast<uint64_t>(dst);
-  Translation t;
-  ACLVMM_RETURN_IF_ERROR(translate(d, n, true, who, &t));
-  if (t.cpu) {
-    int rc = rt_.backend().host_fill(dst, value, n);
-    return rc == 0 ? Status::Ok() : io_error(rc, "filling", d);
-  }
-  uint64_t done = 0;
-  const bool managed = managed_.in_window(d);
-  for (const Segment& s : t.segments) {
-    int rc = s.memory->fill(s.offset, value, s.length);
-    // A zero fill frees pages; managed pages must exist for the CPU to be handed them back.
-    if (rc == 0 && managed && value == 0) rc = s.memory->populate(s.offset, s.length);
-    if (rc != 0) return io_error(rc, "filling device memory", d + done);
-    done += s.length;
-  }
-  return Status::Ok();
+  if (managed_.in_window(d)) return managed_fill(dst, value, n, who);
+  const std::shared_ptr<dev::DeviceBackend>& device = rt_.device();
+  if (!device) return no_engine();
+  const dev::FillRequest request{endpoint(d), value, n, executor(who)};
+  const dev::CopyOutcome out = device->copy_engine().fill(request);
+  return out.result.ok() ? Status::Ok() : refused(out, d, 0, n, who);
 }
 
 }  // namespace aclvmm::memops

@@ -1,10 +1,19 @@
-// Data movement executed by a device: memcpy and memset through the emulated device MMU.
+// Data movement executed by a device: memcpy and memset, executed by the device backend's copy
+// engine (drivers/copy_engine.h), which translates the addresses through its own page table
+// when the copy runs (docs/device-interface.md D4).
+//
+// The core only classifies each side (its pointer index: managed window, memory it knows behind
+// the device MMU, or plain process memory) and, on a failed outcome only, asks its own
+// bookkeeping (AddressSpace::translate) why, for today's messages and codes (507899; 107002 for
+// device memory without a current context). Copies and fills that touch the managed window keep
+// the core's own path (memory_ops_managed.cpp) until managed memory is the backend's (step 6).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 
 #include "base/status.h"
+#include "drivers/copy_engine.h"
 #include "vmm/address_space.h"
 #include "vmm/managed.h"
 #include "vmm/runtime_services.h"
@@ -20,14 +29,28 @@ class MemoryOps {
   MemoryOps(const MemoryOps&) = delete;
   MemoryOps& operator=(const MemoryOps&) = delete;
 
-  // Device-side view of [va, va+n): managed memory, device memory or process memory.
-  Status translate(uint64_t va, uint64_t n, bool write, const Accessor& who, Translation* out);
-  // Copies n bytes; each side is translated (device memory through the mapping tables with the
-  // executing device's rights, everything else as process memory). Bad addresses give 507899.
+  // Copies n bytes as device `who` executes it: each side is reached with the executing device's
+  // rights (device memory through the mapping tables, host memory through its HOST rights,
+  // process memory as it is). Bad addresses and missing rights give 507899.
   Status copy(void* dst, const void* src, size_t n, const Accessor& who);
   Status fill(void* dst, uint8_t value, size_t n, const Accessor& who);
 
+  // The endpoint the copy engine gets for va (kHostMemory or kMapped; never called for the
+  // managed window).
+  dev::CopyEndpoint endpoint(uint64_t va) const;
+  static dev::Executor executor(const Accessor& who);
+  // The Status of a failed outcome of a copy from src to dst (src == 0 for a fill): the core's
+  // own reason when its bookkeeping refuses the range, else what the engine reported.
+  Status refused(const dev::CopyOutcome& out, uint64_t dst, uint64_t src, uint64_t n,
+                 const Accessor& who) const;
+
  private:
+  // memory_ops_managed.cpp: the core's own path, for copies and fills that touch the managed
+  // window (every side translated by the core, managed pages migrated for the executor).
+  Status translate(uint64_t va, uint64_t n, bool write, const Accessor& who, Translation* out);
+  Status managed_copy(void* dst, const void* src, size_t n, const Accessor& who);
+  Status managed_fill(void* dst, uint8_t value, size_t n, const Accessor& who);
+
   RuntimeServices& rt_;
   AddressSpace& space_;
   ManagedMemory& managed_;

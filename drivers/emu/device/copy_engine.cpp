@@ -9,6 +9,7 @@
 #include "drivers/emu/device/hazard.h"
 #include "drivers/emu/device/physical_object.h"
 #include "drivers/emu/host_copy.h"
+#include "drivers/injection_steps.h"
 
 namespace aclvmm::dev::emu {
 namespace {
@@ -50,6 +51,22 @@ Result reach(const EmuPageTable& table, size_t slot, uint64_t va, uint64_t left,
   return result;
 }
 
+// The first piece of [va, +n) that the executor cannot reach through the page table, as a
+// failed outcome; an empty outcome when every piece can be reached. A copy checks its mapped
+// sides whole before it moves a byte, so a refused copy changes nothing (the core's own
+// translation checked both ranges first before step 3, and applications rely on it); only a
+// mapping changed while the copy runs, or a bad host pointer, can leave part of it done.
+CopyOutcome reachable(const EmuPageTable& table, size_t slot, uint64_t va, uint64_t n,
+                      bool write, const Executor& who, Side side) {
+  for (uint64_t done = 0; done < n;) {
+    Piece p;
+    Result r = reach(table, slot, va + done, n - done, write, who, &p);
+    if (!r.ok()) return CopyOutcome{r, side, va + done};
+    done += p.length;
+  }
+  return CopyOutcome{};
+}
+
 // Whether some byte of [address, +n) cannot be read (or written) by the CPU, and the first one
 // in *at (one byte probed per page).
 bool find_unreachable(uint64_t address, uint64_t n, bool write, uint64_t* at) {
@@ -86,24 +103,50 @@ CopyOutcome host_pair_fault(uint64_t src_va, uint64_t dst_va, uint64_t len) {
   return CopyOutcome{Result::from_errno(EFAULT), Side::kSource, bad_src};
 }
 
-// Moves len bytes between two pieces (src at src_va, dst at dst_va when they are host memory).
-CopyOutcome move(const Piece& s, uint64_t src_va, const Piece& d, uint64_t dst_va, uint64_t len) {
+using Gate = std::optional<InjectionGate>;
+
+Result injected(const Gate& gate, const char* step) {
+  return gate ? gate->check(step) : Result::success();
+}
+
+// Moves len bytes between two pieces (src at src_va, dst at dst_va when they are host memory),
+// after the injection steps of the work (copy_engine.h). A failure other than a bad host pointer
+// names the side whose step or memory failed.
+CopyOutcome move(const Gate& gate, const Piece& s, uint64_t src_va, const Piece& d,
+                 uint64_t dst_va, uint64_t len) {
   auto* host_src = reinterpret_cast<const void*>(src_va);
   auto* host_dst = reinterpret_cast<void*>(dst_va);
+  if (s.memory != nullptr) {
+    if (Result r = injected(gate, steps::kEmuMemfdRead); !r.ok()) {
+      return CopyOutcome{r, Side::kSource, src_va};
+    }
+  }
+  if (d.memory != nullptr) {
+    if (Result r = injected(gate, steps::kEmuMemfdWrite); !r.ok()) {
+      return CopyOutcome{r, Side::kDestination, dst_va};
+    }
+  }
   int rc = 0;
+  Side side = Side::kDestination;
   if (s.memory != nullptr && d.memory != nullptr) {
     rc = s.memory->memory().copy_to(s.offset, d.memory->memory(), d.offset, len);
   } else if (s.memory != nullptr) {
     rc = s.memory->memory().read(s.offset, host_dst, len);
     if (rc == -EFAULT) return host_fault(Side::kDestination, dst_va, len, true);
+    side = Side::kSource;
   } else if (d.memory != nullptr) {
     rc = d.memory->memory().write(d.offset, host_src, len);
     if (rc == -EFAULT) return host_fault(Side::kSource, src_va, len, false);
   } else {
+    if (Result r = injected(gate, steps::kEmuHostCopy); !r.ok()) {
+      return CopyOutcome{r, Side::kSource, src_va};
+    }
     rc = drv::emu::host_copy(host_dst, host_src, len);
     if (rc == -EFAULT) return host_pair_fault(src_va, dst_va, len);
   }
-  if (rc != 0) return CopyOutcome{Result::from_raw(rc), Side::kNone, 0};
+  if (rc != 0) {
+    return CopyOutcome{Result::from_raw(rc), side, side == Side::kSource ? src_va : dst_va};
+  }
   return CopyOutcome{};
 }
 
@@ -116,6 +159,16 @@ CopyOutcome EmuCopyEngine::copy(const CopyRequest& request) {
   if (!admissible(src, request.size, Side::kSource, &refused) ||
       !admissible(dst, request.size, Side::kDestination, &refused)) {
     return refused;
+  }
+  if (src.kind == EndpointKind::kMapped) {
+    refused = reachable(table_, 0, src.address, request.size, false, request.executor,
+                        Side::kSource);
+    if (!refused.result.ok()) return refused;
+  }
+  if (dst.kind == EndpointKind::kMapped) {
+    refused = reachable(table_, 1, dst.address, request.size, true, request.executor,
+                        Side::kDestination);
+    if (!refused.result.ok()) return refused;
   }
   for (uint64_t done = 0; done < request.size;) {
     const uint64_t left = request.size - done;
@@ -130,7 +183,7 @@ CopyOutcome EmuCopyEngine::copy(const CopyRequest& request) {
       if (!r.ok()) return failure(r, Side::kDestination, dst.address + done);
     }
     const uint64_t len = std::min(s.length, d.length);
-    CopyOutcome moved = move(s, src.address + done, d, dst.address + done, len);
+    CopyOutcome moved = move(gate_, s, src.address + done, d, dst.address + done, len);
     if (!moved.result.ok()) return moved;
     done += len;
   }
@@ -141,11 +194,19 @@ CopyOutcome EmuCopyEngine::fill(const FillRequest& request) {
   const CopyEndpoint& dst = request.dst;
   CopyOutcome refused;
   if (!admissible(dst, request.size, Side::kDestination, &refused)) return refused;
+  if (dst.kind == EndpointKind::kMapped) {
+    refused = reachable(table_, 1, dst.address, request.size, true, request.executor,
+                        Side::kDestination);
+    if (!refused.result.ok()) return refused;
+  }
   if (dst.kind == EndpointKind::kHostMemory) {
+    if (Result r = injected(gate_, steps::kEmuHostFill); !r.ok()) {
+      return failure(r, Side::kDestination, dst.address);
+    }
     const int rc = drv::emu::host_fill(reinterpret_cast<void*>(dst.address), request.value,
                                        request.size);
     if (rc == -EFAULT) return host_fault(Side::kDestination, dst.address, request.size, true);
-    if (rc != 0) return failure(Result::from_raw(rc), Side::kNone, 0);
+    if (rc != 0) return failure(Result::from_raw(rc), Side::kDestination, dst.address);
     return CopyOutcome{};
   }
   for (uint64_t done = 0; done < request.size;) {
@@ -153,6 +214,9 @@ CopyOutcome EmuCopyEngine::fill(const FillRequest& request) {
     Result r = reach(table_, 1, dst.address + done, request.size - done, true, request.executor,
                      &d);
     if (!r.ok()) return failure(r, Side::kDestination, dst.address + done);
+    if (Result f = injected(gate_, steps::kEmuMemfdFill); !f.ok()) {
+      return failure(f, Side::kDestination, dst.address + done);
+    }
     const int rc = d.memory->memory().fill(d.offset, request.value, d.length);
     if (rc != 0) return failure(Result::from_raw(rc), Side::kDestination, dst.address + done);
     done += d.length;

@@ -7,11 +7,22 @@
 // the source, 1 for the destination), the executor's rights are checked there (copy_rights.h),
 // and the copy takes its own reference on the entry's EmuPhysical before it gives the slot
 // back, so an unmap racing the copy can neither free the entry being read nor the memory being
-// copied. Bytes move through the object's memfd (MemfdMemory read / write / copy_to / fill).
+// copied. Before it moves a byte, a copy walks its mapped sides whole the same way, so that a
+// copy refused for an address or a right changes nothing (as the core's own translation did
+// before step 3); the pieces are then translated again as they are moved. Bytes move through the object's memfd (MemfdMemory read / write / copy_to / fill).
 // kHostMemory endpoints are process memory reached by the guarded host copy (host_copy.h): a bad
 // pointer is -EFAULT, never a fault; the first address that cannot be reached is then found by
 // probing the host range page by page (the failure path only). kManaged: kNotSupported until
 // unified memory is the backend's (step 6).
+//
+// Failure injection: the engine checks the steps of the work it does, once per piece (one
+// piece per page-table entry, or per pair of entries for a device-to-device copy), through the
+// listener's gate: emu.memfd.read before a piece is read out of device memory, emu.memfd.write
+// before one is written into it, emu.memfd.fill per filled piece, emu.host.copy / emu.host.fill
+// when both sides are process memory. Those are the steps (drv.read, drv.write, drv.fill,
+// drv.host_copy, drv.host_fill by their legacy names, injection_steps.h) the core's own copy
+// path met once per segment before migration step 3, so rollback sweeps count the same
+// executions. A fired step fails the copy with its errno, naming the side it was for.
 //
 // Results: kInvalidArgument (size 0, a kind out of range); kBadAddress (-EFAULT) for a range that
 // is not fully mapped, wraps, or a host pointer the CPU cannot reach; kNotPermitted (-EACCES) for
@@ -20,6 +31,9 @@
 // Threading: copy/fill from any thread, no lock.
 #pragma once
 
+#include <optional>
+
+#include "drivers/backend_listener.h"
 #include "drivers/emu/device/page_table.h"
 #include "drivers/sync_copy_engine.h"
 
@@ -27,13 +41,16 @@ namespace aclvmm::dev::emu {
 
 class EmuCopyEngine final : public SyncCopyEngine {
  public:
-  explicit EmuCopyEngine(const EmuPageTable& table) : table_(table) {}
+  // `listener` (may be null: no step is ever injected) must outlive the engine.
+  explicit EmuCopyEngine(const EmuPageTable& table, BackendListener* listener = nullptr)
+      : table_(table), gate_(listener ? std::optional<InjectionGate>(*listener) : std::nullopt) {}
 
   CopyOutcome copy(const CopyRequest& request) override;
   CopyOutcome fill(const FillRequest& request) override;
 
  private:
   const EmuPageTable& table_;
+  const std::optional<InjectionGate> gate_;  // empty: nothing is ever injected
 };
 
 }  // namespace aclvmm::dev::emu

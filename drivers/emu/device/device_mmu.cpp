@@ -79,10 +79,10 @@ Result EmuDeviceMmu::map(uint64_t va, uint64_t size, PhysicalId memory, uint64_t
   entry->va = va;
   entry->size = size;
   entry->offset = offset;
-  entry->owner = props.location;
+  entry->owner = object->mapping_owner();
   if (initial == InitialAccess::kOwnerReadWrite) {
-    entry->set_access(props.location.kind == Location::Kind::kDevice ? props.location
-                                                                     : Location::host(),
+    entry->set_access(entry->owner.kind == Location::Kind::kDevice ? entry->owner
+                                                                   : Location::host(),
                       Access::kReadWrite);
   }
   return install(entry, /*retain=*/true);

@@ -37,7 +37,7 @@ EmuDeviceBackend::EmuDeviceBackend(const EmulationOptions& options, BackendListe
       sharing_(listener, share_transport_, options.device_count, options.visible_devices),
       mmu_(listener, options.host_access_open),
       blocks_(physical_, mmu_, options.device_count),
-      copy_engine_(mmu_.page_table()) {
+      copy_engine_(mmu_.page_table(), &listener) {
   physical_.end_exports_through(&sharing_);
 }
 

@@ -39,6 +39,14 @@ class EmuPhysical {
   PhysicalId id() const { return PhysicalId{reinterpret_cast<uint64_t>(this)}; }
 
   const PhysicalProperties& properties() const { return properties_; }
+  // Whose memory a mapping of this object is (the location kOwnerReadWrite gives READWRITE and
+  // the copy engine checks): its location, except for device memory imported onto another
+  // device, which the importing device maps as its own (the core records the import's handle
+  // on that device, as the vendor runtime does). Set before the object is handed out.
+  Location mapping_owner() const { return mapping_owner_; }
+  void set_importing_device(DeviceIndex device) {
+    if (properties_.location.kind == Location::Kind::kDevice) mapping_owner_ = Location::device(device);
+  }
   drv::PhysicalMemory& memory() const { return *memory_; }
   const std::shared_ptr<drv::PhysicalMemory>& shared_memory() const { return memory_; }
 
@@ -55,6 +63,7 @@ class EmuPhysical {
   const PhysicalProperties properties_;
   const std::shared_ptr<drv::PhysicalMemory> memory_;
   CapacityLedger* const ledger_;
+  Location mapping_owner_ = properties_.location;
   std::atomic<uint32_t> route_{0};
   std::atomic<uint32_t> refs_{1};
 };

@@ -31,12 +31,13 @@ PageType real_page_type(PageType t) { return t == PageType::kNormal ? PageType::
 
 // A new, uncharged object over `bytes` (the bytes are charged where they were created).
 Result adopt_object(const PhysicalProperties& exporter, std::shared_ptr<drv::PhysicalMemory> bytes,
-                    DeviceIndex exporter_device, ImportedMemory* out) {
+                    DeviceIndex exporter_device, DeviceIndex importer, ImportedMemory* out) {
   PhysicalProperties props = exporter;
   props.page_type = real_page_type(props.page_type);
   props.imported = true;
   auto* object = new (std::nothrow) EmuPhysical(props, std::move(bytes), nullptr);
   if (object == nullptr) return fail(ENOMEM);
+  object->set_importing_device(importer);
   out->memory = object->id();
   out->properties = props;
   out->exporter_device = exporter_device;
@@ -96,7 +97,7 @@ bool EmuSharing::import_local(uint64_t token, DeviceIndex device, ImportedMemory
     *result = fail(EACCES);  // a process cannot import its own export onto the same device
     return true;
   }
-  *result = adopt_object(e->properties, e->bytes, where.id, out);
+  *result = adopt_object(e->properties, e->bytes, where.id, device, out);
   return true;
 }
 
@@ -161,7 +162,7 @@ Result EmuSharing::fetch_remote(uint64_t token, DeviceIndex device, ImportedMemo
   props.mem_type = static_cast<MemType>(rep.mem_type);
   props.size = rep.size;
   const DeviceIndex exporter = rep.side == share::wire::kSideDevice ? rep.device : kNoDevice;
-  return adopt_object(props, std::move(bytes), exporter, out);
+  return adopt_object(props, std::move(bytes), exporter, device, out);
 }
 
 Result EmuSharing::import_memory(ShareToken token, DeviceIndex device, ImportedMemory* out) {

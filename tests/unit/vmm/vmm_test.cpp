@@ -38,7 +38,7 @@ class StandInRuntime final : public RuntimeServices {
   bool host_numa() const override { return false; }
   int device_count() const override { return 2; }
   void enable_peer_pair(int, int) override {}
-  const std::shared_ptr<dev::DeviceBackend>& device() const override { return no_device; }
+  const std::shared_ptr<dev::DeviceBackend>& device() const override { return device_backend; }
 
   ProductRules rules() const override {
     ProductRules r = product;
@@ -64,7 +64,7 @@ class StandInRuntime final : public RuntimeServices {
   std::shared_ptr<MemoryPool> pools[2] = {std::make_shared<MemoryPool>(64 * kMiB),
                                           std::make_shared<MemoryPool>(64 * kMiB)};
   std::shared_ptr<MemoryPool> host = std::make_shared<MemoryPool>(64 * kMiB);
-  std::shared_ptr<dev::DeviceBackend> no_device;
+  std::shared_ptr<dev::DeviceBackend> device_backend;  // what attach_device opened
 
  private:
   drv::Backend& backend_;
@@ -92,6 +92,7 @@ class VmmOverStandIn : public ::testing::Test {
     ASSERT_TRUE(device.ok()) << device.status().message();
     connect_pools(*device, {rt_.pools[0], rt_.pools[1]}, rt_.host);
     space_->attach_device(*device);
+    rt_.device_backend = *device;  // copies run on the backend that maps, as in a runtime
   }
   void TearDown() override {
     vmm_.reset();

@@ -2,7 +2,9 @@
 // conformance C19-C21: a host range that turns bad part way fails at its first unreachable page
 // with the bytes before it moved, on either side; and a copy racing the unmap of its range never
 // reads a freed entry or freed memory (hazard slot + its own reference): each copy either moves
-// the right bytes or fails with kBadAddress.
+// the right bytes or fails with kBadAddress. A copy refused for an address writes nothing, and
+// the failure-injection steps (the legacy drv.read / drv.write / drv.fill / drv.host_copy /
+// drv.host_fill) are asked once per piece.
 #include "drivers/emu/device/copy_engine.h"
 
 #include <sys/mman.h>
@@ -10,6 +12,7 @@
 
 #include <atomic>
 #include <cstring>
+#include <functional>
 #include <thread>
 #include <vector>
 
@@ -67,7 +70,7 @@ class EmuCopyEngineTest : public ::testing::Test {
   CapacityLedger ledger_{listener_, 2, 64 * kMiB, 64 * kMiB};
   EmuPhysicalAllocator physical_{ledger_, listener_, 2, 0, true};
   EmuDeviceMmu mmu_{listener_, false};
-  EmuCopyEngine engine_{mmu_.page_table()};
+  EmuCopyEngine engine_{mmu_.page_table(), &listener_};
   PhysicalId mem_;
   size_t page_ = 4096;
   uint8_t* pages_ = nullptr;
@@ -99,6 +102,65 @@ TEST_F(EmuCopyEngineTest, AHostRangeThatTurnsBadFailsAtItsFirstUnreachablePage) 
   out = engine_.fill(FillRequest{host(bad - 1), 0, 2, Executor{0, 0}});
   EXPECT_EQ(out.failed_side, Side::kDestination);
   EXPECT_EQ(out.failed_address, reinterpret_cast<uint64_t>(bad));
+}
+
+// The mapped sides are checked whole before any byte moves (what the core's own translation
+// did before migration step 3): a copy or fill that runs past the mapping changes nothing.
+TEST_F(EmuCopyEngineTest, ACopyRefusedForItsRangeWritesNothing) {
+  ASSERT_EQ(engine_.fill(FillRequest{mapped(va_), 0x11, 4 * kMiB, Executor{0, 0}}).result.raw(), 0);
+  std::vector<uint8_t> src(4 * kMiB + page_, 0x77);
+  CopyOutcome out = copy(mapped(va_), host(src.data()), src.size());
+  EXPECT_EQ(out.result.condition(), Condition::kBadAddress);
+  EXPECT_EQ(out.failed_side, Side::kDestination);
+  EXPECT_EQ(out.failed_address, va_ + 4 * kMiB);
+  out = engine_.fill(FillRequest{mapped(va_ + kMiB), 0x22, 4 * kMiB, Executor{0, 0}});
+  EXPECT_EQ(out.failed_address, va_ + 4 * kMiB);
+  // A source that runs past: the destination (mapped too) is untouched.
+  out = copy(mapped(va_), mapped(va_ + 2 * kMiB), 3 * kMiB);
+  EXPECT_EQ(out.failed_side, Side::kSource);
+  EXPECT_EQ(device(0, 4 * kMiB), std::vector<uint8_t>(4 * kMiB, 0x11));
+}
+
+// Each injection step fails the copy at its first execution with its errno, naming the side,
+// and is asked once per piece: armed for its second execution, a one-piece copy leaves it armed.
+TEST_F(EmuCopyEngineTest, InjectionStepsAreAskedOncePerPiece) {
+  std::vector<uint8_t> buf(8192, 0x44);
+  std::vector<uint8_t> other(8192, 0);
+  struct Row {
+    const char* step;
+    std::function<CopyOutcome()> run;
+    Side side;
+  };
+  const std::vector<Row> rows = {
+      {"emu.memfd.write", [&] { return copy(mapped(va_), host(buf.data()), buf.size()); },
+       Side::kDestination},
+      {"emu.memfd.read", [&] { return copy(host(buf.data()), mapped(va_), buf.size()); },
+       Side::kSource},
+      {"emu.memfd.read", [&] { return copy(mapped(va_ + kMiB), mapped(va_), 4096); },
+       Side::kSource},
+      {"emu.memfd.write", [&] { return copy(mapped(va_ + kMiB), mapped(va_), 4096); },
+       Side::kDestination},
+      {"emu.memfd.fill",
+       [&] { return engine_.fill(FillRequest{mapped(va_), 9, 4096, Executor{0, 0}}); },
+       Side::kDestination},
+      {"emu.host.copy", [&] { return copy(host(other.data()), host(buf.data()), buf.size()); },
+       Side::kSource},
+      {"emu.host.fill",
+       [&] { return engine_.fill(FillRequest{host(other.data()), 9, 4096, Executor{0, 0}}); },
+       Side::kDestination},
+  };
+  for (const Row& r : rows) {
+    SCOPED_TRACE(r.step);
+    listener_.arm(r.step, 1, ENOMEM);
+    const CopyOutcome out = r.run();
+    EXPECT_EQ(out.result, Result::from_errno(ENOMEM));
+    EXPECT_EQ(out.failed_side, r.side);
+    EXPECT_FALSE(listener_.armed(r.step)) << "the rule fired";
+    listener_.arm(r.step, 2, ENOMEM);
+    EXPECT_EQ(r.run().result.raw(), 0);
+    EXPECT_TRUE(listener_.armed(r.step)) << "asked once for one piece";
+    listener_.arm(r.step, 0, 0);
+  }
 }
 
 // A copy racing the unmap (and map again) of its range: every outcome is the whole bytes or
