@@ -1,6 +1,6 @@
-// The managed-memory trace (src/observability/trace.*): nothing recorded while off, each event
-// written once as a Chrome trace instant with its page and device, a new open() discarding what
-// came before, and a flush without a path writing nothing.
+// The managed-memory trace (src/observability/trace.*): each event written once as a Chrome trace
+// instant with its page and device, nothing from before open() or from an earlier recording in
+// the file, and a flush without a path writing nothing.
 #include "observability/trace.h"
 
 #include <gtest/gtest.h>
@@ -39,7 +39,7 @@ class TraceTest : public ::testing::Test {
 TEST_F(TraceTest, EventsAreWrittenOnceEachWithTheirPageAndDevice) {
   trace::open("");
   EXPECT_FALSE(trace::enabled());
-  trace::event("before_open", 0x1000, 0);  // off: not kept
+  trace::event("before_open", 0x1000, 0);
 
   trace::open(path_);
   EXPECT_TRUE(trace::enabled());
