@@ -23,17 +23,17 @@ class SyncCopyEngine : public CopyEngine {
     return CopyOutcome{result, side, address};
   }
   // What every copy checks of an endpoint before it translates: a size (kInvalidArgument), a
-  // known kind (kInvalidArgument), not managed (kNotSupported until unified memory is the
-  // backend's, step 6), a range that does not wrap (kBadAddress). false with *out set when
-  // the endpoint is refused.
+  // known kind (kInvalidArgument), not managed unless the engine reaches unified memory
+  // (`managed`; kNotSupported otherwise), a range that does not wrap (kBadAddress). false with
+  // *out set when the endpoint is refused.
   static bool admissible(const CopyEndpoint& e, uint64_t size, CopyOutcome::Side side,
-                         CopyOutcome* out) {
+                         CopyOutcome* out, bool managed = false) {
     if (size == 0 || (e.kind != EndpointKind::kHostMemory && e.kind != EndpointKind::kMapped &&
                       e.kind != EndpointKind::kManaged)) {
       *out = failure(Result::from_errno(EINVAL), CopyOutcome::Side::kNone, 0);
       return false;
     }
-    if (e.kind == EndpointKind::kManaged) {
+    if (e.kind == EndpointKind::kManaged && !managed) {
       *out = failure(unsupported(), side, e.address);
       return false;
     }

@@ -20,6 +20,9 @@ Capabilities capabilities_of(const FakeConfig& config) {
   c.sharing = true;
   c.fabric_sharing = true;
   c.disable_validation = true;
+  c.managed_memory = true;
+  c.managed_residency = config.managed_residency;
+  c.managed_write_tracking = config.managed_residency && config.managed_write_tracking;
   return c;
 }
 
@@ -34,12 +37,13 @@ FakeBackend::FakeBackend(const FakeConfig& config, BackendListener& listener)
       sharing_(machine_, physical_, config.world),
       mmu_(machine_, physical_),
       blocks_(machine_, physical_, mmu_),
-      copy_engine_(machine_, mmu_) {}
+      unified_(machine_),
+      copy_engine_(machine_, mmu_, unified_) {}
 
 std::string FakeBackend::describe(Result result) const { return "fake: " + result_text(result); }
 
 void FakeBackend::visit_statistics(StatisticsVisitor& visitor) const {
-  visit_unsupported_managed_statistics(visitor);
+  unified_.visit_statistics(visitor);
   visitor.counter("ipc", "imports_denied", sharing_.imports_denied());
 }
 

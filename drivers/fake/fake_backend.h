@@ -5,7 +5,8 @@
 // Migration steps 1–3 give it the units emu has: devices (fake_devices.h), physical memory in
 // byte stores (fake_physical.h), host services (fake_host.h), the device MMU (fake_mmu.h, step
 // 2), blocks (fake_blocks.h, step 2b), synchronous copies (fake_copy_engine.h, step 3), sharing
-// between the "processes" of a FakeWorld (fake_sharing.h, step 5); the other units answer
+// between the "processes" of a FakeWorld (fake_sharing.h, step 5), managed memory
+// (fake_unified.h, step 6); the other units answer
 // kNotSupported (unsupported_units.h) until their steps. Everything a contract asks the core to guarantee is
 // checked and counted (violations(), fake_machine.h). No threads, no system call but malloc.
 //
@@ -29,6 +30,7 @@
 #include "drivers/fake/fake_mmu.h"
 #include "drivers/fake/fake_physical.h"
 #include "drivers/fake/fake_sharing.h"
+#include "drivers/fake/fake_unified.h"
 #include "drivers/unsupported_units.h"
 
 namespace aclvmm::dev::fake {
@@ -46,6 +48,7 @@ class FakeBackend final : public PartialBackend {
   Sharing& sharing() override { return sharing_; }
   BlockAllocator& blocks() override { return blocks_; }
   CopyEngine& copy_engine() override { return copy_engine_; }
+  UnifiedMemory& unified_memory() override { return unified_; }
   HostServices& host() override { return host_; }
 
   std::string describe(Result result) const override;
@@ -64,9 +67,11 @@ class FakeBackend final : public PartialBackend {
     return physical_.write(memory, offset, src, n);
   }
   size_t live_physical_objects() const { return physical_.live_objects(); }
-  // The test's CPU touching va (fake_mmu.h): kBadAddress where a real CPU would fault.
+  // The test's CPU touching va (fake_mmu.h; fake_unified.h in the managed window, where it does
+  // what a CPU fault would): kBadAddress where a real CPU would fault.
   Result cpu_access(uint64_t va, void* buffer, size_t n, bool write) {
-    return mmu_.cpu_access(va, buffer, n, write);
+    return unified_.in_window(va) ? unified_.cpu_access(va, buffer, n, write)
+                                  : mmu_.cpu_access(va, buffer, n, write);
   }
   size_t live_mappings() const { return mmu_.live_mappings(); }
   bool segment_published(const std::string& path) const { return host_.published(path); }
@@ -80,6 +85,7 @@ class FakeBackend final : public PartialBackend {
   FakeSharing sharing_;  // after physical_: ends exports as objects are released
   FakeMmu mmu_;  // after physical_: its destructor lets go of what is still mapped
   FakeBlocks blocks_;
+  FakeUnified unified_;
   FakeCopyEngine copy_engine_;
 };
 

@@ -42,6 +42,14 @@ bool FakeCopyEngine::host_refused(const CopyEndpoint& endpoint, uint64_t size, S
   return true;
 }
 
+Result FakeCopyEngine::reach_locked(const CopyEndpoint& endpoint, uint64_t va, uint64_t left,
+                                    bool write, const Executor& who, ByteStore** bytes,
+                                    uint64_t* offset, uint64_t* length) {
+  return endpoint.kind == EndpointKind::kManaged
+             ? unified_.reach_locked(va, left, write, who, bytes, offset, length)
+             : mmu_.reach_locked(va, left, write, who, bytes, offset, length);
+}
+
 CopyOutcome FakeCopyEngine::copy(const CopyRequest& request) {
   const CopyEndpoint& src = request.src;
   const CopyEndpoint& dst = request.dst;
@@ -49,8 +57,8 @@ CopyOutcome FakeCopyEngine::copy(const CopyRequest& request) {
   if (broken(request.size, src.kind, dst.kind)) {
     return failure(Result::from_errno(EINVAL), Side::kNone, 0);
   }
-  if (!admissible(src, request.size, Side::kSource, &refused) ||
-      !admissible(dst, request.size, Side::kDestination, &refused)) {
+  if (!admissible(src, request.size, Side::kSource, &refused, true) ||
+      !admissible(dst, request.size, Side::kDestination, &refused, true)) {
     return refused;
   }
   std::lock_guard<std::mutex> lock(machine_.mutex());
@@ -69,14 +77,14 @@ CopyOutcome FakeCopyEngine::copy(const CopyRequest& request) {
     ByteStore* from = nullptr;
     ByteStore* to = nullptr;
     uint64_t from_at = 0, to_at = 0, from_len = left, to_len = left;
-    if (src.kind == EndpointKind::kMapped) {
-      Result r = mmu_.reach_locked(src.address + done, left, false, request.executor, &from,
-                                   &from_at, &from_len);
+    if (src.kind != EndpointKind::kHostMemory) {
+      Result r = reach_locked(src, src.address + done, left, false, request.executor, &from,
+                              &from_at, &from_len);
       if (!r.ok()) return failure(r, Side::kSource, src.address + done);
     }
-    if (dst.kind == EndpointKind::kMapped) {
-      Result r = mmu_.reach_locked(dst.address + done, left, true, request.executor, &to, &to_at,
-                                   &to_len);
+    if (dst.kind != EndpointKind::kHostMemory) {
+      Result r = reach_locked(dst, dst.address + done, left, true, request.executor, &to, &to_at,
+                              &to_len);
       if (!r.ok()) return failure(r, Side::kDestination, dst.address + done);
     }
     const uint64_t len = std::min({from_len, to_len, kBounce});
@@ -103,7 +111,7 @@ CopyOutcome FakeCopyEngine::fill(const FillRequest& request) {
   if (broken(request.size, dst.kind, dst.kind)) {
     return failure(Result::from_errno(EINVAL), Side::kNone, 0);
   }
-  if (!admissible(dst, request.size, Side::kDestination, &refused)) return refused;
+  if (!admissible(dst, request.size, Side::kDestination, &refused, true)) return refused;
   std::lock_guard<std::mutex> lock(machine_.mutex());
   if (host_refused(dst, request.size, Side::kDestination, &refused)) return refused;
   if (dst.kind == EndpointKind::kHostMemory) {
@@ -113,8 +121,8 @@ CopyOutcome FakeCopyEngine::fill(const FillRequest& request) {
   for (uint64_t done = 0; done < request.size;) {
     ByteStore* to = nullptr;
     uint64_t at = 0, len = 0;
-    Result r = mmu_.reach_locked(dst.address + done, request.size - done, true, request.executor,
-                                 &to, &at, &len);
+    Result r = reach_locked(dst, dst.address + done, request.size - done, true, request.executor,
+                            &to, &at, &len);
     if (r.ok()) r = to->fill(at, request.value, len);
     if (!r.ok()) return failure(r, Side::kDestination, dst.address + done);
     done += len;

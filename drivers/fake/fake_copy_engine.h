@@ -1,8 +1,8 @@
 // FakeCopyEngine: the fake's CopyEngine, synchronous form (copy, fill; queues answer
 // kNotSupported until migration step 4), over its byte stores. As emu's (drivers/emu/device/
 // copy_engine.h): kMapped endpoints are translated through the fake MMU when the copy runs,
-// piece by piece across entries, with the executor's rights (copy_rights.h); kManaged is
-// kNotSupported. kHostMemory endpoints are the test's own buffers: the fake cannot probe process
+// piece by piece across entries, with the executor's rights (copy_rights.h); kManaged endpoints
+// through the unified memory's policy for the executing device (FakeUnified::reach_locked). kHostMemory endpoints are the test's own buffers: the fake cannot probe process
 // memory without a system call, so it refuses what its CPU model says faults (the null page and
 // fake memory, fake_mmu.h host_reaches_locked) before any byte moves, and trusts the rest.
 // Results and sides as emu's; a size of 0 or an unknown kind (the contract's preconditions) is
@@ -13,13 +13,15 @@
 
 #include "drivers/fake/fake_machine.h"
 #include "drivers/fake/fake_mmu.h"
+#include "drivers/fake/fake_unified.h"
 #include "drivers/sync_copy_engine.h"
 
 namespace aclvmm::dev::fake {
 
 class FakeCopyEngine final : public SyncCopyEngine {
  public:
-  FakeCopyEngine(FakeMachine& machine, FakeMmu& mmu) : machine_(machine), mmu_(mmu) {}
+  FakeCopyEngine(FakeMachine& machine, FakeMmu& mmu, FakeUnified& unified)
+      : machine_(machine), mmu_(mmu), unified_(unified) {}
 
   CopyOutcome copy(const CopyRequest& request) override;
   CopyOutcome fill(const FillRequest& request) override;
@@ -30,9 +32,13 @@ class FakeCopyEngine final : public SyncCopyEngine {
   // Under the lock: kBadAddress with the first address the CPU cannot reach on a host endpoint.
   bool host_refused(const CopyEndpoint& endpoint, uint64_t size, CopyOutcome::Side side,
                     CopyOutcome* out) const;
+  // Under the lock: the bytes behind a kMapped or kManaged endpoint (FakeMmu / FakeUnified).
+  Result reach_locked(const CopyEndpoint& endpoint, uint64_t va, uint64_t left, bool write,
+                      const Executor& who, ByteStore** bytes, uint64_t* offset, uint64_t* length);
 
   FakeMachine& machine_;
   FakeMmu& mmu_;
+  FakeUnified& unified_;
 };
 
 }  // namespace aclvmm::dev::fake

@@ -43,6 +43,12 @@ struct FakeConfig {
   uint32_t uid = 1000;
   uint64_t start_time = 1;               // its logical start time
   std::vector<std::string> segment_dirs = {"/fake/smi"};  // where segments can be created
+  // Managed memory (fake_unified.h): its window as plain numbers (the core's UVM window) until
+  // the fake has AddressWindows (step 7), and what tracking() reports.
+  uint64_t managed_window = 0x90000000000;
+  uint64_t managed_window_size = 64 * kGiB;
+  bool managed_residency = true;         // false: a machine that refuses fault tracking
+  bool managed_write_tracking = true;    // CPU writes to READ_MOSTLY pages are caught
   // The "processes" sharing memory with this one (fake_world.h); null: a world of its own.
   std::shared_ptr<FakeWorld> world;
 };

@@ -5,6 +5,7 @@
 
 #include "drivers/injection_steps.h"
 #include "observability/log.h"
+#include "observability/trace.h"
 #include "runtime/injection.h"
 
 namespace aclvmm {
@@ -17,8 +18,14 @@ void CoreListener::log(dev::Severity severity, const char* module, const char* m
   ACLVMM_LOG(level, module, "{}", message);
 }
 
-// The managed-memory trace comes through here once residency moves into emu (step 6).
-void CoreListener::residency_event(const dev::ResidencyEvent&) noexcept {}
+// The managed-memory trace (docs/managed-memory.md §7) of a backend that keeps the residency
+// model (step 6). A recording that cannot grow drops the event: the listener must not throw.
+void CoreListener::residency_event(const dev::ResidencyEvent& event) noexcept {
+  try {
+    trace::event(event.what, event.address, event.device);
+  } catch (...) {
+  }
+}
 
 void CoreListener::usage_changed(dev::DeviceIndex device, int64_t delta_bytes) noexcept {
   const size_t slot = device >= 0 && device < dev::kMaxDevices ? static_cast<size_t>(device)

@@ -186,8 +186,9 @@ TEST_P(CopyConformance, C19_TheExecutorNeedsItsRightsOnEachSide) {
        Condition::kNotPermitted, Side::kDestination, host_va_ + 5},
       {"the second side is checked too", mapped(host_va_), mapped(dev_va_ + 8), on(1),
        Condition::kNotPermitted, Side::kDestination, host_va_},
-      {"managed memory is not the backend's yet", buf,
-       CopyEndpoint{dev_va_, EndpointKind::kManaged}, on(0), Condition::kNotSupported,
+      {"a managed endpoint outside every managed range", buf,
+       CopyEndpoint{dev_va_, EndpointKind::kManaged}, on(0),
+       be().capabilities().managed_memory ? Condition::kBadAddress : Condition::kNotSupported,
        Side::kSource, dev_va_},
   };
   for (const Case& c : cases) {

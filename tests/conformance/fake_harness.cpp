@@ -75,6 +75,7 @@ class FakeHarness final : public Harness {
                    std::unique_ptr<dev::DeviceBackend>* out) override {
     config_.device_count = setup.device_count;
     config_.device_memory = setup.device_memory;
+    config_.managed_residency = setup.managed_residency;
     return dev::fake::open_fake_backend(config_, listener, out, &fake_);
   }
   dev::Result read_physical(dev::PhysicalId memory, uint64_t offset, void* dst,

@@ -27,6 +27,9 @@ namespace aclvmm::conformance {
 struct BackendSetup {
   int32_t device_count = 2;
   uint64_t device_memory = 64 * dev::kMiB;
+  // Unified memory (C38, C43): false asks for a machine that refuses residency tracking, which
+  // only a configurable backend gives (fake); the others keep what their machine has.
+  bool managed_residency = true;
 };
 
 // A second process for the sharing cases (C29-C36): emu forks a child that opens a backend of

@@ -8,10 +8,14 @@
 
 #include <atomic>
 #include <cerrno>
+#include <fstream>
 #include <memory>
+#include <sstream>
+#include <string>
 #include <vector>
 
 #include "drivers/injection_steps.h"
+#include "observability/trace.h"
 #include "runtime/injection.h"
 
 namespace aclvmm {
@@ -174,6 +178,25 @@ TEST_F(DeviceUsageTest, EachBackendReportsToThePoolsOfItsOwnStart) {
   // A pool never keeps its backend: once it has gone, a charge is refused.
   first.reset();
   EXPECT_FALSE(old_pools[0]->charge(2 * dev::kMiB));
+}
+
+// A backend's residency events are the managed-memory trace (docs/managed-memory.md §7): the
+// same events the core's own model records, through the listener of the start that opened it.
+TEST(CoreListenerTrace, ResidencyEventsAreRecordedInTheTrace) {
+  const std::string path = ::testing::TempDir() + "core_listener_trace.json";
+  trace::open(path);
+  DeviceUsage usage;
+  usage.residency_event(dev::ResidencyEvent{"to_device", 0x90000200000ull, 1});
+  core_listener().residency_event(dev::ResidencyEvent{"cpu_fault", 0x90000400000ull, dev::kNoDevice});
+  trace::flush();
+  trace::open("");
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  const std::string json = text.str();
+  EXPECT_NE(json.find("\"name\": \"to_device\""), std::string::npos) << json;
+  EXPECT_NE(json.find("\"page\": \"0x90000200000\", \"device\": 1"), std::string::npos) << json;
+  EXPECT_NE(json.find("\"page\": \"0x90000400000\", \"device\": -1"), std::string::npos) << json;
 }
 
 }  // namespace

@@ -23,7 +23,10 @@ class RecordingListener final : public dev::BackendListener {
   };
 
   void log(dev::Severity, const char*, const char*) noexcept override {}
-  void residency_event(const dev::ResidencyEvent&) noexcept override {}
+  void residency_event(const dev::ResidencyEvent& event) noexcept override {
+    std::lock_guard<std::mutex> lock(mu_);
+    events_.push_back(event);  // `what` is a string literal (backend_listener.h)
+  }
   void usage_changed(dev::DeviceIndex device, int64_t delta) noexcept override {
     std::lock_guard<std::mutex> lock(mu_);
     usage_.push_back(Usage{device, delta});
@@ -71,6 +74,11 @@ class RecordingListener final : public dev::BackendListener {
     for (const Usage& u : usage_) sum += u.device == device ? u.delta : 0;
     return sum;
   }
+  // The managed-memory trace events reported so far, oldest first.
+  std::vector<dev::ResidencyEvent> residency_events() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return events_;
+  }
   void clear_usage() {
     std::lock_guard<std::mutex> lock(mu_);
     usage_.clear();
@@ -81,6 +89,7 @@ class RecordingListener final : public dev::BackendListener {
   std::atomic<bool> armed_{false};
   std::map<std::string, std::pair<uint32_t, int>> rules_;  // step -> (executions left, code)
   std::vector<Usage> usage_;
+  std::vector<dev::ResidencyEvent> events_;
   uint64_t asked_ = 0;
 };
 

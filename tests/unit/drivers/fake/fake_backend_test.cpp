@@ -46,15 +46,15 @@ TEST(FakeBackendTest, CapabilitiesClaimOnlyTheUnitsItHas) {
   EXPECT_TRUE(c.sharing);  // step 5
   EXPECT_TRUE(c.fabric_sharing);
   EXPECT_TRUE(c.disable_validation);
-  EXPECT_FALSE(c.managed_memory);
+  EXPECT_TRUE(c.managed_memory);  // step 6
+  EXPECT_TRUE(c.managed_residency);
+  EXPECT_TRUE(c.managed_write_tracking);
   EXPECT_FALSE(c.cpu_visible_device_memory);
   PhysicalId id;
   EXPECT_EQ(be->physical()
                 .create({Location::device(0), PageType::kGiant, MemType::kHbm, kGiB}, &id)
                 .condition(),
             Condition::kNotSupported);
-  uint64_t va = 0;
-  EXPECT_EQ(be->unified_memory().allocate(2 * kMiB, &va).condition(), Condition::kNotSupported);
 }
 
 TEST(FakeBackendTest, InterfaceStepsFailThroughTheDecorator) {
