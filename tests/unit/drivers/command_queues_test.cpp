@@ -68,7 +68,11 @@ struct ForkProbe {
   std::atomic<int> completions{0};
 };
 
-TEST_F(CommandQueuesTest, AHostTaskThatForksEndsTheChildsQueueThreadWithoutACompletion) {
+TEST_F(CommandQueuesTest, AHostTaskThatForksEndsInTheChildWithoutACompletion) {
+#if defined(__SANITIZE_THREAD__)
+  // TSan's runtime faults in a child forked from a thread when that thread, its only one, ends.
+  GTEST_SKIP() << "a child forked from a queue thread cannot end under ThreadSanitizer";
+#endif
   QueueId q;
   ASSERT_TRUE(queues_.create(QueueConfig{}, &q).ok());
   int fds[2];
