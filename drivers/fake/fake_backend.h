@@ -4,11 +4,11 @@
 //
 // Migration steps 1–3 give it the units emu has: devices (fake_devices.h), physical memory in
 // byte stores (fake_physical.h), host services (fake_host.h), the device MMU (fake_mmu.h, step
-// 2), blocks (fake_blocks.h, step 2b), synchronous copies (fake_copy_engine.h, step 3), sharing
-// between the "processes" of a FakeWorld (fake_sharing.h, step 5), managed memory
-// (fake_unified.h, step 6); the other units answer
-// kNotSupported (unsupported_units.h) until their steps. Everything a contract asks the core to guarantee is
-// checked and counted (violations(), fake_machine.h). No threads, no system call but malloc.
+// 2), blocks (fake_blocks.h, step 2b), copies and queues (fake_copy_engine.h, steps 3 and 4),
+// sharing between the "processes" of a FakeWorld (fake_sharing.h, step 5), managed memory
+// (fake_unified.h, step 6); the other units answer kNotSupported (unsupported_units.h) until
+// their steps. Everything a contract asks the core to guarantee is checked and counted (violations(), fake_machine.h). No system call but malloc, and no threads
+// but one per queue (drivers/command_queues.h; commands run in submission order, deterministic).
 //
 // open_fake_backend() is the factory the tests use: the backend behind the same injection
 // decorator as every backend (drivers/injection/), so "dev.*" rules reach it, and the bare

@@ -31,6 +31,31 @@ bool FakeCopyEngine::broken(uint64_t size, EndpointKind a, EndpointKind b) {
   return true;
 }
 
+bool FakeCopyEngine::dead(QueueId queue) const {
+  if (live(queue)) return false;
+  std::lock_guard<std::mutex> lock(machine_.mutex());
+  (void)machine_.violation("queue: not a live QueueId");
+  return true;
+}
+
+void FakeCopyEngine::destroy_queue(QueueId queue) {
+  if (!dead(queue)) CopyEngineBase::destroy_queue(queue);
+}
+
+Result FakeCopyEngine::submit(QueueId queue, const Command& command, Fence* fence) {
+  if (dead(queue) || fence == nullptr) return Result::from_errno(EINVAL);
+  return CopyEngineBase::submit(queue, command, fence);
+}
+
+Result FakeCopyEngine::wait(QueueId queue, Fence fence, int timeout_ms) {
+  if (dead(queue)) return Result::from_errno(EINVAL);
+  return CopyEngineBase::wait(queue, fence, timeout_ms);
+}
+
+Fence FakeCopyEngine::completed(QueueId queue) const {
+  return dead(queue) ? 0 : CopyEngineBase::completed(queue);
+}
+
 bool FakeCopyEngine::host_refused(const CopyEndpoint& endpoint, uint64_t size, Side side,
                                   CopyOutcome* out) const {
   uint64_t bad = 0;

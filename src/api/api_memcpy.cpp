@@ -33,10 +33,6 @@ aclError check_set(const char* api, void* devPtr, size_t maxCount, size_t count)
   return ACL_SUCCESS;
 }
 
-Status labelled(const char* api, Status st) {
-  return st.ok() ? st : Error(st.code(), std::string(api) + " (async): " + st.message());
-}
-
 }  // namespace
 
 extern "C" {
@@ -61,9 +57,9 @@ aclError aclrtMemcpyAsync(void* dst, size_t destMax, const void* src, size_t cou
   auto s = rt.resolve_stream(api::token(stream));
   if (!s.ok()) return api::finish(api, s.status());
   Accessor who = rt.accessor_for((*s)->device());
-  // The task carries the copy engine it runs on (the runtime object outlives every stream).
-  memops::MemoryOps* ops = &rt.memory_ops();
-  (*s)->enqueue([=] { return labelled(api, ops->copy(dst, src, count, who)); });
+  // A kCopy command, translated by the backend when the stream reaches it (D4); the memory ops
+  // (the runtime object outlives every stream) word a failure.
+  (*s)->enqueue_copy(rt.memory_ops(), dst, src, count, who, api);
   return ACL_SUCCESS;
   ACLVMM_API_EXIT();
 }
@@ -89,10 +85,7 @@ aclError aclrtMemsetAsync(void* devPtr, size_t maxCount, int32_t value, size_t c
   auto s = rt.resolve_stream(api::token(stream));
   if (!s.ok()) return api::finish(api, s.status());
   Accessor who = rt.accessor_for((*s)->device());
-  memops::MemoryOps* ops = &rt.memory_ops();
-  (*s)->enqueue([=] {
-    return labelled(api, ops->fill(devPtr, static_cast<uint8_t>(value), count, who));
-  });
+  (*s)->enqueue_fill(rt.memory_ops(), devPtr, static_cast<uint8_t>(value), count, who, api);
   return ACL_SUCCESS;
   ACLVMM_API_EXIT();
 }

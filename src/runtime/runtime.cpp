@@ -460,7 +460,8 @@ StatusOr<std::shared_ptr<Stream>> Runtime::new_stream(const std::shared_ptr<Cont
   // The worker runs with the stream's context current, so that a task's own calls (a kernel
   // copying, allocating or launching more work) act for the stream's device.
   ACLVMM_ASSIGN_OR_RETURN(std::shared_ptr<Stream> stream,
-                          Stream::create(ctx->device, ctx->token, [ctx] { t_context = ctx; }));
+                          Stream::create(device_, ctx->device, ctx->token,
+                                         [ctx] { t_context = ctx; }));
   uint64_t token = 0;
   try {
     token = streams_.insert(stream);

@@ -1,40 +1,64 @@
 #include "runtime/stream.h"
 
-#include <unistd.h>
-
 #include <new>
-#include <system_error>
 
 #include <spdlog/fmt/fmt.h>
 
 namespace aclvmm {
 namespace {
 
-// The stream whose task this thread is executing (set by the worker around each task).
+// The stream whose task this thread is executing (set around each host task).
 thread_local const Stream* t_running = nullptr;
+
+Status labelled(const char* api, Status st) {
+  return st.ok() ? st : Error(st.code(), std::string(api) + " (async): " + st.message());
+}
 
 }  // namespace
 
-Stream::Stream(int device, uint64_t context, std::function<void()> worker_setup)
-    : device_(device),
-      context_(context),
-      worker_setup_(std::move(worker_setup)),
-      owner_pid_(getpid()) {}
+// What a queued command's completion needs: the stream, and for a host task its function and
+// the Status it returned; for a copy or fill what the core's message of a failure is made from.
+struct Stream::Pending {
+  Stream* stream = nullptr;
+  Task task;
+  Status status;
+  memops::MemoryOps* ops = nullptr;
+  uint64_t dst = 0, src = 0, size = 0;  // src 0: a fill
+  Accessor who;
+  const char* api = nullptr;
+};
 
-StatusOr<std::shared_ptr<Stream>> Stream::create(int device, uint64_t context,
+Stream::Stream(std::shared_ptr<dev::DeviceBackend> backend, int device, uint64_t context,
+               std::function<void()> worker_setup)
+    : backend_(std::move(backend)),
+      engine_(backend_->copy_engine()),
+      device_(device),
+      context_(context),
+      worker_setup_(std::move(worker_setup)) {}
+
+StatusOr<std::shared_ptr<Stream>> Stream::create(std::shared_ptr<dev::DeviceBackend> backend,
+                                                 int device, uint64_t context,
                                                  std::function<void()> worker_setup) {
   std::shared_ptr<Stream> stream;
   try {
-    stream.reset(new Stream(device, context, std::move(worker_setup)));
+    stream.reset(new Stream(std::move(backend), device, context, std::move(worker_setup)));
   } catch (const std::bad_alloc&) {
     return Error(ACL_ERROR_RT_MEMORY_ALLOCATION, "no memory for a new stream");
   }
-  try {
-    stream->worker_ = std::thread([s = stream.get()] { s->run(); });
-  } catch (const std::system_error& e) {
-    // Rollback: the stream has no worker and goes with `stream`.
+  dev::QueueConfig config;
+  config.device = device;
+  config.on_thread_start = &Stream::thread_started;
+  config.context = stream.get();
+  const dev::Result made = stream->engine_.create_queue(config, &stream->queue_);
+  if (!made.ok()) {
+    // Rollback: the stream has no queue and goes with `stream` (stopped: nothing to destroy).
+    stream->stopped_ = true;
+    if (made.condition() == dev::Condition::kOutOfMemory) {
+      return Error(ACL_ERROR_RT_MEMORY_ALLOCATION, "no memory for the stream's queue");
+    }
     return Error(ACL_ERROR_RT_NO_STREAM_RESOURCE,
-                 fmt::format("the stream's worker thread could not be created: {}", e.what()));
+                 fmt::format("the stream's worker thread could not be created: {}",
+                             stream->backend_->describe(made)));
   }
   return stream;
 }
@@ -54,73 +78,141 @@ Status Stream::refuse_from_task(Refusal why) {
                            t_running ? t_running->token() : 0, what));
 }
 
-void Stream::enqueue(Task task) {
+void Stream::thread_started(void* context) {
+  auto* self = static_cast<Stream*>(context);
+  if (self->worker_setup_) self->worker_setup_();
+}
+
+dev::Result Stream::run_task(void* context) {
+  auto* p = static_cast<Pending*>(context);
+  t_running = p->stream;
+  p->status = p->task();
+  t_running = nullptr;
+  return p->status.ok() ? dev::Result::success() : dev::Result::from_errno(EIO);
+}
+
+void Stream::completed(void* context, const dev::CopyOutcome& outcome) {
+  std::unique_ptr<Pending> p(static_cast<Pending*>(context));
+  Stream* self = p->stream;
+  Status st;
+  if (outcome.result.condition() == dev::Condition::kCancelled) {
+    // Dropped by abort() before it started: nothing ran, nothing to report.
+  } else if (p->task) {
+    if (!p->status.ok()) {
+      st = std::move(p->status);
+    } else if (!outcome.result.ok()) {
+      // The queue failed the task without running it (dev.queue.execute).
+      st = Error(ACL_ERROR_RT_DRV_INTERNAL_ERROR, "the stream's task could not be executed: " +
+                                                      self->backend_->describe(outcome.result));
+    }
+  } else if (!outcome.result.ok()) {
+    st = labelled(p->api, p->ops->refused(outcome, p->dst, p->src, p->size, p->who));
+  }
+  self->finish(std::move(st));
+}
+
+void Stream::finish(Status st) {
   std::lock_guard lock(mu_);
-  if (stop_) return;
-  try {
-    queue_.push_back(std::move(task));
-  } catch (const std::bad_alloc&) {
+  if (!st.ok() && first_error_.ok()) first_error_ = std::move(st);
+  ++done_;
+  done_cv_.notify_all();
+}
+
+void Stream::record(Status st) {
+  std::lock_guard lock(mu_);
+  if (first_error_.ok()) first_error_ = std::move(st);
+}
+
+void Stream::submit(dev::Command command, Pending* pending) {
+  std::unique_ptr<Pending> owned(pending);
+  command.completion.done = &Stream::completed;
+  command.completion.context = pending;
+  std::lock_guard lock(mu_);
+  if (stopped_) return;
+  dev::Fence fence = 0;
+  const dev::Result queued = engine_.submit(queue_, command, &fence);
+  if (!queued.ok()) {
     // Reported like a failed task: the caller's asynchronous call has already returned.
     if (first_error_.ok()) {
-      first_error_ = Error(ACL_ERROR_RT_MEMORY_ALLOCATION, "no memory to queue the task");
+      first_error_ = queued.condition() == dev::Condition::kOutOfMemory
+                         ? Error(ACL_ERROR_RT_MEMORY_ALLOCATION, "no memory to queue the task")
+                         : Error(ACL_ERROR_RT_DRV_INTERNAL_ERROR,
+                                 "the task could not be queued: " + backend_->describe(queued));
     }
     return;
   }
-  cv_.notify_one();
+  (void)owned.release();  // the completion frees it
+  ++submitted_;
+}
+
+void Stream::enqueue(Task task) {
+  Pending* p = new (std::nothrow) Pending;
+  if (p != nullptr) {
+    try {
+      p->task = std::move(task);
+    } catch (const std::bad_alloc&) {
+      delete p;
+      p = nullptr;
+    }
+  }
+  if (p == nullptr) return record(Error(ACL_ERROR_RT_MEMORY_ALLOCATION, "no memory to queue the task"));
+  p->stream = this;
+  dev::Command command;
+  command.kind = dev::CommandKind::kHostTask;
+  command.task.run = &Stream::run_task;
+  submit(command, p);
+}
+
+void Stream::enqueue_copy(memops::MemoryOps& ops, void* dst, const void* src, size_t n,
+                          const Accessor& who, const char* api) {
+  if (ops.on_core_path(dst, src)) {
+    // Managed memory is the core's until step 6: its copies run as the core's own code.
+    return enqueue([&ops, dst, src, n, who, api] { return labelled(api, ops.copy(dst, src, n, who)); });
+  }
+  Pending* p = new (std::nothrow) Pending;
+  if (p == nullptr) return record(Error(ACL_ERROR_RT_MEMORY_ALLOCATION, "no memory to queue the task"));
+  *p = Pending{this, nullptr, Status(), &ops, reinterpret_cast<uint64_t>(dst),
+               reinterpret_cast<uint64_t>(src), n, who, api};
+  dev::Command command;
+  command.kind = dev::CommandKind::kCopy;
+  command.copy = ops.copy_request(dst, src, n, who);
+  submit(command, p);
+}
+
+void Stream::enqueue_fill(memops::MemoryOps& ops, void* dst, uint8_t value, size_t n,
+                          const Accessor& who, const char* api) {
+  if (ops.on_core_path(dst, nullptr)) {
+    return enqueue([&ops, dst, value, n, who, api] {
+      return labelled(api, ops.fill(dst, value, n, who));
+    });
+  }
+  Pending* p = new (std::nothrow) Pending;
+  if (p == nullptr) return record(Error(ACL_ERROR_RT_MEMORY_ALLOCATION, "no memory to queue the task"));
+  *p = Pending{this, nullptr, Status(), &ops, reinterpret_cast<uint64_t>(dst), 0, n, who, api};
+  dev::Command command;
+  command.kind = dev::CommandKind::kFill;
+  command.fill = ops.fill_request(dst, value, n, who);
+  submit(command, p);
 }
 
 Status Stream::synchronize() {
   if (t_running) return refuse_from_task(kWouldWait);
   std::unique_lock lock(mu_);
-  idle_cv_.wait(lock, [this] { return queue_.empty() && !running_; });
-  Status st = std::move(first_error_);
-  first_error_ = Status();
-  return st;
+  // Until the stream is idle: every command submitted, including those its tasks submit while
+  // it waits, has completed. Completions record failures before they count, so every failure
+  // is in first_error_ then.
+  done_cv_.wait(lock, [this] { return done_ >= submitted_; });
+  return std::exchange(first_error_, Status());
 }
 
 void Stream::abort() {
-  std::thread worker;
   {
     std::lock_guard lock(mu_);
-    stop_ = true;
-    queue_.clear();
-    worker = std::move(worker_);
-    cv_.notify_all();
+    if (stopped_) return;
+    stopped_ = true;
   }
-  if (worker.joinable()) {
-    if (worker.get_id() == std::this_thread::get_id()) {
-      // A task is ending the process (exit() from a kernel runs the teardown on this thread):
-      // joining itself is impossible, and the thread never returns to this stream.
-      worker.detach();
-    } else {
-      worker.join();
-    }
-  }
-  std::lock_guard lock(mu_);
-  idle_cv_.notify_all();
-}
-
-void Stream::run() {
-  if (worker_setup_) worker_setup_();
-  std::unique_lock lock(mu_);
-  for (;;) {
-    cv_.wait(lock, [this] { return stop_ || !queue_.empty(); });
-    if (queue_.empty()) return;  // stopped and drained
-    Task task = std::move(queue_.front());
-    queue_.pop_front();
-    running_ = true;
-    lock.unlock();
-    t_running = this;
-    Status st = task();
-    t_running = nullptr;
-    // The task forked and this is the child, where the thread is all there is: the parent's
-    // stream must not go on here. Ending the only thread ends the child (as exit(0)).
-    if (getpid() != owner_pid_) return;
-    lock.lock();
-    running_ = false;
-    if (!st.ok() && first_error_.ok()) first_error_ = std::move(st);
-    if (queue_.empty()) idle_cv_.notify_all();
-  }
+  // Outside mu_: the cancelled commands' completions and the running one's take it.
+  engine_.destroy_queue(queue_);
 }
 
 }  // namespace aclvmm

@@ -1,29 +1,37 @@
-// Stream: an ordered queue of device work, executed by its own worker thread.
+// Stream: an ordered queue of device work, executed by a queue of the device backend
+// (CopyEngine's queued form, drivers/copy_engine.h; emu and fake run each queue on a thread of
+// their own, drivers/command_queues.h). The stream is what the core keeps of it (D5): its
+// context, its token, the first failure and the refusal of calls that would wait for
+// themselves; the queue keeps no error.
 //
 // Work runs in submission order; the first failure is kept and reported by the next
-// synchronisation, as a device error surfaces on real hardware. The worker starts with the stream,
-// so a stream that cannot have one is never handed out (207008) instead of failing later.
+// synchronisation, as a device error surfaces on real hardware. The queue (and its thread)
+// starts with the stream, so a stream that cannot have one is never handed out (207008)
+// instead of failing later.
+//
+// Commands: copies and fills outside the managed window are kCopy / kFill commands, translated
+// by the backend when they execute (D4: a copy queued before an unmap of its range fails at the
+// stream's synchronisation); everything else (emulated kernels, copies that touch managed
+// memory, prefetches until managed memory is the backend's in step 6) is a kHostTask running a
+// core function on the queue's thread.
 //
 // Tasks run device work, and device work cannot wait for the device: a call that would wait for
 // stream work from a thread that is executing a task (running()) is refused with 107000 by the
 // core (refuse_from_task), instead of deadlocking on itself.
 //
-// fork(): a forked child inherits the object but not its worker. The runtime abandons every
-// inherited stream in the child without touching it (docs/architecture.md, "fork"); a worker
-// whose own task forked ends in the child when the task returns.
+// fork(): a forked child inherits the object but not the queue's thread. The runtime abandons
+// every inherited stream in the child without touching it (docs/architecture.md, "fork"); a
+// queue whose own task forked ends in the child when the task returns (command_queues.h).
 #pragma once
 
 #include <atomic>
-#include <deque>
 #include <functional>
 #include <memory>
-#include <mutex>
-#include <thread>
-
-#include <sys/types.h>
 
 #include "base/lock_rank.h"
 #include "base/status.h"
+#include "drivers/device_backend.h"
+#include "vmm/memory_ops.h"
 
 namespace aclvmm {
 
@@ -31,10 +39,11 @@ class Stream {
  public:
   using Task = std::function<Status()>;
 
-  // A stream whose worker is running; `worker_setup` runs first on the worker thread (the
-  // runtime makes the stream's context current there). 207008 when no thread can be created,
-  // 207001 without memory; nothing is left behind then.
-  static StatusOr<std::shared_ptr<Stream>> create(int device, uint64_t context,
+  // A stream whose queue is running on `device`'s backend; `worker_setup` runs first on the
+  // queue's thread (the runtime makes the stream's context current there). 207008 when no queue
+  // (thread) can be created, 207001 without memory; nothing is left behind then.
+  static StatusOr<std::shared_ptr<Stream>> create(std::shared_ptr<dev::DeviceBackend> backend,
+                                                  int device, uint64_t context,
                                                   std::function<void()> worker_setup);
   ~Stream();
   Stream(const Stream&) = delete;
@@ -46,13 +55,20 @@ class Stream {
   uint64_t token() const { return token_.load(std::memory_order_relaxed); }
   void set_token(uint64_t token) { token_.store(token, std::memory_order_relaxed); }
 
-  // A task that cannot be queued (no memory) becomes the stream's error instead.
+  // A host task. One that cannot be queued (no memory) becomes the stream's error instead.
   void enqueue(Task task);
+  // aclrtMemcpyAsync / aclrtMemsetAsync through `ops` as device `who` executes them; a failure
+  // becomes the stream's error, its message after "<api> (async): ".
+  void enqueue_copy(memops::MemoryOps& ops, void* dst, const void* src, size_t n,
+                    const Accessor& who, const char* api);
+  void enqueue_fill(memops::MemoryOps& ops, void* dst, uint8_t value, size_t n,
+                    const Accessor& who, const char* api);
   // Waits for every task submitted so far; returns the first failure since the last call.
   // From a task: 107000 at once (refuse_from_task).
   Status synchronize();
-  // Drops tasks that have not started (aclrtDestroyStreamForce) and stops the worker. From the
-  // worker itself (a task that ends the process) the worker is left running instead of joined.
+  // Drops tasks that have not started (aclrtDestroyStreamForce) and stops the queue. From the
+  // queue's own thread (a task that ends the process) the thread is left running instead of
+  // joined.
   void abort();
 
   // The stream whose task the calling thread is executing; nullptr elsewhere.
@@ -62,22 +78,36 @@ class Stream {
   static Status refuse_from_task(Refusal why);
 
  private:
-  Stream(int device, uint64_t context, std::function<void()> worker_setup);
-  void run();
+  struct Pending;  // stream.cpp: what a queued command's completion needs
+  Stream(std::shared_ptr<dev::DeviceBackend> backend, int device, uint64_t context,
+         std::function<void()> worker_setup);
+  // Queues `command` whose completion context is `pending` (taken: freed by the completion, or
+  // here when the command cannot be queued).
+  void submit(dev::Command command, Pending* pending);
+  // A failure of the stream's own (a command that could not be queued).
+  void record(Status st);
+  // From a completion: one more command done, with its failure if any.
+  void finish(Status st);
+  static void completed(void* context, const dev::CopyOutcome& outcome);
+  static dev::Result run_task(void* context);
+  static void thread_started(void* context);
 
+  const std::shared_ptr<dev::DeviceBackend> backend_;  // keeps the queue's engine alive
+  dev::CopyEngine& engine_;
   const int device_;
   const uint64_t context_;
   const std::function<void()> worker_setup_;
-  const pid_t owner_pid_;  // a worker that finds itself in a forked child stops (run())
   std::atomic<uint64_t> token_{0};
+  dev::QueueId queue_;
+  // A synchronisation counts completions instead of waiting on the queue's fence: completions
+  // run for every queued command (cancelled ones from abort() included), so the count is the
+  // stream's own and a synchronize racing abort() never names a queue that is gone.
   RankedMutex<LockRank::kStreamQueue> mu_;
-  ConditionVariable cv_;
-  ConditionVariable idle_cv_;
-  std::deque<Task> queue_;
-  bool running_ = false;  // a task is executing
-  bool stop_ = false;
+  ConditionVariable done_cv_;
+  uint64_t submitted_ = 0;  // commands queued
+  uint64_t done_ = 0;       // of which completed (run, failed or cancelled)
+  bool stopped_ = false;    // abort() ran: the queue is gone
   Status first_error_;
-  std::thread worker_;
 };
 
 }  // namespace aclvmm

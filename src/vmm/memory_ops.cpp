@@ -64,21 +64,19 @@ Status MemoryOps::refused(const dev::CopyOutcome& out, uint64_t dst, uint64_t sr
 
 Status MemoryOps::copy(void* dst, const void* src, size_t n, const Accessor& who) {
   const uint64_t d = reinterpret_cast<uint64_t>(dst), s = reinterpret_cast<uint64_t>(src);
-  if (managed_.in_window(d) || managed_.in_window(s)) return managed_copy(dst, src, n, who);
+  if (on_core_path(dst, src)) return managed_copy(dst, src, n, who);
   const std::shared_ptr<dev::DeviceBackend>& device = rt_.device();
   if (!device) return no_engine();
-  const dev::CopyRequest request{endpoint(d), endpoint(s), n, executor(who)};
-  const dev::CopyOutcome out = device->copy_engine().copy(request);
+  const dev::CopyOutcome out = device->copy_engine().copy(copy_request(dst, src, n, who));
   return out.result.ok() ? Status::Ok() : refused(out, d, s, n, who);
 }
 
 Status MemoryOps::fill(void* dst, uint8_t value, size_t n, const Accessor& who) {
   const uint64_t d = reinterpret_cast<uint64_t>(dst);
-  if (managed_.in_window(d)) return managed_fill(dst, value, n, who);
+  if (on_core_path(dst, nullptr)) return managed_fill(dst, value, n, who);
   const std::shared_ptr<dev::DeviceBackend>& device = rt_.device();
   if (!device) return no_engine();
-  const dev::FillRequest request{endpoint(d), value, n, executor(who)};
-  const dev::CopyOutcome out = device->copy_engine().fill(request);
+  const dev::CopyOutcome out = device->copy_engine().fill(fill_request(dst, value, n, who));
   return out.result.ok() ? Status::Ok() : refused(out, d, 0, n, who);
 }
 

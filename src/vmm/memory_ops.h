@@ -35,6 +35,21 @@ class MemoryOps {
   Status copy(void* dst, const void* src, size_t n, const Accessor& who);
   Status fill(void* dst, uint8_t value, size_t n, const Accessor& who);
 
+  // Queued copies and fills (Stream::enqueue_copy / enqueue_fill): whether a copy from src (null:
+  // a fill) into dst runs the core's own path (the managed window, until step 6), and otherwise
+  // the request a kCopy / kFill command carries (translated by the backend when it runs, D4).
+  bool on_core_path(const void* dst, const void* src) const {
+    return managed_.in_window(reinterpret_cast<uint64_t>(dst)) ||
+           (src != nullptr && managed_.in_window(reinterpret_cast<uint64_t>(src)));
+  }
+  dev::CopyRequest copy_request(void* dst, const void* src, size_t n, const Accessor& who) const {
+    return dev::CopyRequest{endpoint(reinterpret_cast<uint64_t>(dst)),
+                            endpoint(reinterpret_cast<uint64_t>(src)), n, executor(who)};
+  }
+  dev::FillRequest fill_request(void* dst, uint8_t value, size_t n, const Accessor& who) const {
+    return dev::FillRequest{endpoint(reinterpret_cast<uint64_t>(dst)), value, n, executor(who)};
+  }
+
   // The endpoint the copy engine gets for va (kHostMemory or kMapped; never called for the
   // managed window).
   dev::CopyEndpoint endpoint(uint64_t va) const;

@@ -1,8 +1,8 @@
 // Conformance of CopyEngine's synchronous form (docs/device-interface.md §9, C19-C21): copies and
 // fills name virtual addresses and the backend translates them when they execute (D4), across
 // mapping boundaries, with the executor's rights; bad host pointers are answers, never crashes.
-// The queued halves of C19 (a copy queued before an unmap fails at execution) come with the
-// queues (step 4, C22-C27).
+// The queued half of C19 (a copy queued before an unmap fails at execution) is in queue_test.cpp
+// with C22-C26.
 #include <cstring>
 #include <vector>
 

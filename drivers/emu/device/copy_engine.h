@@ -1,5 +1,7 @@
-// EmuCopyEngine: CopyEngine of the emulated NPU, its synchronous form (copy, fill; the queues
-// come with migration step 4 and answer kNotSupported until then).
+// EmuCopyEngine: CopyEngine of the emulated NPU: the synchronous form (copy, fill) below, and
+// the queues (CopyEngineBase: one host thread per queue, drivers/command_queues.h, the thread's
+// creation the step emu.queue.thread), whose kCopy / kFill commands run this copy() / fill() on
+// the queue's thread, so a queued copy is translated when it runs (D4).
 //
 // A copy translates its addresses when it executes (D4): each kMapped endpoint is looked up in
 // the device page table (page_table.h) piece by piece, one MmuEntry at a time, so a range may
@@ -35,15 +37,19 @@
 
 #include "drivers/backend_listener.h"
 #include "drivers/emu/device/page_table.h"
-#include "drivers/sync_copy_engine.h"
+#include "drivers/injection_steps.h"
+#include "drivers/copy_engine_base.h"
 
 namespace aclvmm::dev::emu {
 
-class EmuCopyEngine final : public SyncCopyEngine {
+class EmuCopyEngine final : public CopyEngineBase {
  public:
   // `listener` (may be null: no step is ever injected) must outlive the engine.
   explicit EmuCopyEngine(const EmuPageTable& table, BackendListener* listener = nullptr)
-      : table_(table), gate_(listener ? std::optional<InjectionGate>(*listener) : std::nullopt) {}
+      : CopyEngineBase(listener, steps::kEmuQueueThread),
+        table_(table),
+        gate_(listener ? std::optional<InjectionGate>(*listener) : std::nullopt) {}
+  ~EmuCopyEngine() override { destroy_queues(); }
 
   CopyOutcome copy(const CopyRequest& request) override;
   CopyOutcome fill(const FillRequest& request) override;

@@ -14,36 +14,23 @@
 
 #include "base/status.h"
 #include "runtime/stream.h"
+#include "unit/testing/one_shot_gate.h"
+#include "unit/testing/test_device.h"
 
 namespace aclvmm {
 namespace {
 
-// A one-shot gate (C++17 has no std::latch).
-class Gate {
- public:
-  void open() {
-    std::lock_guard<std::mutex> lock(mu_);
-    open_ = true;
-    cv_.notify_all();
-  }
-  void wait() {
-    std::unique_lock<std::mutex> lock(mu_);
-    cv_.wait(lock, [this] { return open_; });
-  }
-  bool wait_for(std::chrono::milliseconds ms) {
-    std::unique_lock<std::mutex> lock(mu_);
-    return cv_.wait_for(lock, ms, [this] { return open_; });
-  }
+using Gate = testing::OneShotGate;
 
- private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool open_ = false;
-};
+// The device backend whose queues the streams run on (emu, 8 devices), one for the whole file.
+const std::shared_ptr<dev::DeviceBackend>& backend() {
+  static const std::shared_ptr<dev::DeviceBackend> be = testing::open_test_device();
+  return be;
+}
 
 // A stream with its worker running (creation only fails without threads or memory).
 std::shared_ptr<Stream> make_stream(int device, uint64_t context) {
-  auto s = Stream::create(device, context, nullptr);
+  auto s = Stream::create(backend(), device, context, nullptr);
   EXPECT_TRUE(s.ok()) << s.status().message();
   return s.ok() ? *s : nullptr;
 }
@@ -227,7 +214,7 @@ TEST(Stream, IdleStreamsStillRunWorkLater) {
 TEST(StreamThread, WorkerSetupRunsOnTheWorkerFirst) {
   std::atomic<int> setups{0};
   std::thread::id setup_thread, task_thread;
-  auto s = Stream::create(0, 1, [&] {
+  auto s = Stream::create(backend(), 0, 1, [&] {
     setup_thread = std::this_thread::get_id();
     ++setups;
   });

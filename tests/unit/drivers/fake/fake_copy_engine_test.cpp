@@ -1,7 +1,9 @@
 // The fake's copy engine (drivers/fake/fake_copy_engine.h): a broken precondition (size 0, an
 // unknown endpoint kind) is a counted violation answered kInvalidArgument; the contract's own
 // refusals (nothing mapped, no right, a host pointer its CPU model says faults, no managed range)
-// are answers, not violations.
+// are answers, not violations. A call on a queue that is not live (destroyed, or never made) is a
+// counted violation too, and runs nothing.
+#include <atomic>
 #include <cstring>
 #include <memory>
 #include <vector>
@@ -77,6 +79,27 @@ TEST_F(FakeCopyEngineTest, RefusalsOfTheContractAreNoViolations) {
   std::vector<uint8_t> back(64);
   ASSERT_TRUE(fake_->read_physical(mem_, 10, back.data(), 64).ok());
   EXPECT_EQ(back, buffer);
+}
+
+TEST_F(FakeCopyEngineTest, CallsOnAQueueThatIsNotLiveAreCountedViolations) {
+  QueueId queue;
+  ASSERT_TRUE(be_->copy_engine().create_queue(QueueConfig{0, nullptr, nullptr}, &queue).ok());
+  be_->copy_engine().destroy_queue(queue);
+  std::atomic<int> completions{0};
+  Command c;
+  c.kind = CommandKind::kHostTask;
+  c.task.run = [](void*) { return Result::success(); };
+  c.completion = {[](void* n, const CopyOutcome&) { static_cast<std::atomic<int>*>(n)->fetch_add(1); },
+                  &completions};
+  Fence f = 0;
+  const uint64_t before = fake_->violations();
+  EXPECT_EQ(be_->copy_engine().submit(queue, c, &f).condition(), Condition::kInvalidArgument);
+  EXPECT_EQ(be_->copy_engine().wait(queue, 1, 0).condition(), Condition::kInvalidArgument);
+  EXPECT_EQ(be_->copy_engine().completed(queue), 0u);
+  be_->copy_engine().destroy_queue(queue);
+  be_->copy_engine().destroy_queue(QueueId{0x1234});
+  EXPECT_EQ(fake_->violations(), before + 5);
+  EXPECT_EQ(completions.load(), 0);
 }
 
 }  // namespace
