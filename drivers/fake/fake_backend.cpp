@@ -33,7 +33,8 @@ FakeBackend::FakeBackend(const FakeConfig& config, BackendListener& listener)
       host_(machine_),
       sharing_(machine_, physical_, config.world),
       mmu_(machine_, physical_),
-      blocks_(machine_, physical_, mmu_),
+      windows_(machine_),
+      blocks_(machine_, physical_, mmu_, windows_),
       copy_engine_(machine_, mmu_) {}
 
 std::string FakeBackend::describe(Result result) const { return "fake: " + result_text(result); }

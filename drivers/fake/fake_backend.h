@@ -5,7 +5,8 @@
 // Migration steps 1–3 give it the units emu has: devices (fake_devices.h), physical memory in
 // byte stores (fake_physical.h), host services (fake_host.h), the device MMU (fake_mmu.h, step
 // 2), blocks (fake_blocks.h, step 2b), synchronous copies (fake_copy_engine.h, step 3), sharing
-// between the "processes" of a FakeWorld (fake_sharing.h, step 5); the other units answer
+// between the "processes" of a FakeWorld (fake_sharing.h, step 5), the windows as numbers
+// (fake_windows.h, step 7); the other units answer
 // kNotSupported (unsupported_units.h) until their steps. Everything a contract asks the core to guarantee is
 // checked and counted (violations(), fake_machine.h). No threads, no system call but malloc.
 //
@@ -29,6 +30,7 @@
 #include "drivers/fake/fake_mmu.h"
 #include "drivers/fake/fake_physical.h"
 #include "drivers/fake/fake_sharing.h"
+#include "drivers/fake/fake_windows.h"
 #include "drivers/unsupported_units.h"
 
 namespace aclvmm::dev::fake {
@@ -41,6 +43,7 @@ class FakeBackend final : public PartialBackend {
   const Capabilities& capabilities() const override { return capabilities_; }
 
   DeviceManager& devices() override { return devices_; }
+  AddressWindows& windows() override { return windows_; }
   PhysicalAllocator& physical() override { return physical_; }
   DeviceMmu& mmu() override { return mmu_; }
   Sharing& sharing() override { return sharing_; }
@@ -69,6 +72,7 @@ class FakeBackend final : public PartialBackend {
     return mmu_.cpu_access(va, buffer, n, write);
   }
   size_t live_mappings() const { return mmu_.live_mappings(); }
+  size_t live_ranges() const { return windows_.live_ranges(); }
   bool segment_published(const std::string& path) const { return host_.published(path); }
 
  private:
@@ -79,6 +83,7 @@ class FakeBackend final : public PartialBackend {
   FakeHost host_;
   FakeSharing sharing_;  // after physical_: ends exports as objects are released
   FakeMmu mmu_;  // after physical_: its destructor lets go of what is still mapped
+  FakeWindows windows_;
   FakeBlocks blocks_;
   FakeCopyEngine copy_engine_;
 };
