@@ -27,6 +27,7 @@
 // Threading: any thread, concurrently.
 #pragma once
 
+#include <cerrno>
 #include <memory>
 
 #include "drivers/device_result.h"
@@ -44,8 +45,9 @@ class LegacyMemory {
                        std::shared_ptr<drv::PhysicalMemory> memory, PhysicalId* out) = 0;
   virtual Result charge(Location location, uint64_t bytes) = 0;
   virtual void uncharge(Location location, uint64_t bytes) = 0;
-  virtual Result reserve_managed(uint64_t size, uint64_t* address) = 0;
-  virtual void release_managed(uint64_t address, uint64_t size) = 0;
+  // A backend without the core's managed memory (fake, hal) has no range to give.
+  virtual Result reserve_managed(uint64_t, uint64_t*) { return Result::from_errno(EOPNOTSUPP); }
+  virtual void release_managed(uint64_t, uint64_t) {}
 };
 
 }  // namespace aclvmm::dev

@@ -67,6 +67,24 @@ int in_child(Body body) {
   return WEXITSTATUS(status);
 }
 
+// The process's windows, as a backend opened now sees them.
+WindowLayout process_layout() {
+  testing::RecordingListener listener;
+  EmuWindows windows(listener);
+  EXPECT_TRUE(windows.open().ok());
+  return windows.layout();
+}
+
+// in_child, where the child first gives back the windows it inherited (as the runtime has a
+// forked child's abandoned backend do before its new one opens).
+template <typename Body>
+int in_child_without_windows(Body body) {
+  return in_child([&] {
+    EmuWindows::release_inherited();
+    return body();
+  });
+}
+
 TEST(EmuWindows, EveryBackendOfAProcessSharesOneClaim) {
   testing::RecordingListener listener;
   EmuWindows first(listener);
@@ -100,12 +118,8 @@ TEST(EmuWindows, EveryBackendOfAProcessSharesOneClaim) {
 // with their places taken (so they land elsewhere); its child must land there too, although the
 // first places are free again.
 TEST(EmuWindows, AForkedChildClaimsTheWindowsWhereItsParentHadThem) {
-  testing::RecordingListener listener;
-  EmuWindows parent(listener);
-  ASSERT_TRUE(parent.open().ok());
-  const WindowLayout original = parent.layout();
-  const int status = in_child([&] {
-    EmuWindows::release_inherited();
+  const WindowLayout original = process_layout();
+  const int status = in_child_without_windows([&] {
     const VaRange places[] = {original.host_pinned, original.managed, original.device};
     if (mapped_in(original.device) != 0) return 1;  // given back, with everything inside
     for (const VaRange& p : places) {
@@ -119,8 +133,7 @@ TEST(EmuWindows, AForkedChildClaimsTheWindowsWhereItsParentHadThem) {
     if (!moved.open().ok()) return 3;
     const WindowLayout elsewhere = moved.layout();
     if (any_place_shared(elsewhere, original) || !elsewhere.moved) return 4;
-    return in_child([&] {
-      EmuWindows::release_inherited();
+    return in_child_without_windows([&] {
       for (const VaRange& p : places) ::munmap(reinterpret_cast<void*>(p.base), p.size);
       testing::RecordingListener own;
       EmuWindows grandchild(own);
@@ -130,18 +143,14 @@ TEST(EmuWindows, AForkedChildClaimsTheWindowsWhereItsParentHadThem) {
   });
   EXPECT_EQ(status, 0) << "1: not given back; 2: could not hold the places; 3/5: no claim; "
                           "4: not moved; 6: the grandchild claimed elsewhere";
-  EXPECT_TRUE(same_places(parent.layout(), original)) << "the parent's windows stay";
+  EXPECT_TRUE(same_places(process_layout(), original)) << "the parent's windows stay";
 }
 
 // A claim refused by a rule (emu.window.claim, the legacy drv.claim_window) gives back the
 // windows claimed before it: a later open claims them all at their places again.
 TEST(EmuWindows, ARefusedClaimGivesBackTheWindowsBeforeIt) {
-  testing::RecordingListener listener;
-  EmuWindows parent(listener);
-  ASSERT_TRUE(parent.open().ok());
-  const WindowLayout original = parent.layout();
-  const int status = in_child([&] {
-    EmuWindows::release_inherited();
+  const WindowLayout original = process_layout();
+  const int status = in_child_without_windows([&] {
     testing::RecordingListener rules;
     rules.arm(steps::kEmuWindowClaim, 3, EPERM);  // the device window, after the other two
     EmuWindows refused(rules);
