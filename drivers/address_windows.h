@@ -27,8 +27,10 @@
 //   give them back (ForkHooks::release_inherited), never this group.
 //
 // Threading: reserve and release are called under the core's region-tree writer lock, so a
-// backend needs no lock of its own for its free-range allocator (emu's VaAllocator moves here
-// unchanged, keeping `reserve + release` at today's cost). layout() is read-only.
+// backend needs no lock of its own for its free-range allocator (emu's VaAllocator moved
+// unchanged into drivers/ranges/, keeping `reserve + release` at its cost; emu still takes one
+// uncontended lock, because every backend of a process shares its windows). layout() is
+// read-only.
 // Lifetime: owned by the DeviceBackend; the windows stay claimed for the backend's life.
 #pragma once
 

@@ -18,12 +18,9 @@
 //   backend has none to offer). The owning device (kDevice) has read-write access; a host block is read-write for the
 //   CPU and reachable by every device through the host. Charged like PhysicalAllocator::create;
 //   kOutOfMemory when full.
-//   Transitional (until migration step 7 gives backends their windows): the core still owns the
-//   windows and places the block itself: `address` is the start it took from its window (2 MiB
-//   aligned; a device block of 1 GiB or more 1 GiB aligned: host blocks of any size sit at 2 MiB
-//   steps, as aclrtMallocHost's addresses always have), a range nothing else is mapped in. emu and fake put the
-//   block there (the fake checks it: kInvalidArgument and a violation otherwise); a backend with
-//   windows of its own (hal) ignores it.
+//   The backend places the block (step 7 took the windows out of the core): emu and fake take
+//   its span from their windows (device blocks from WindowLayout::device_general, host blocks
+//   from host_pinned); hal's driver places it itself.
 // - free(): a block address exactly as returned. The block's physical object (if any) dies with
 //   it; the core has stopped every copy naming it (it pins blocks as it pins mappings).
 //
@@ -45,7 +42,6 @@ struct BlockRequest {
   uint64_t size = 0;
   PageType page_type = PageType::kHuge;
   MemType mem_type = MemType::kHbm;  // kP2p*: MEM_ADVISE_P2P
-  uint64_t address = 0;              // transitional: where the core placed it (see above)
 };
 
 struct Block {

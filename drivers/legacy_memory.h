@@ -17,12 +17,17 @@
 //   (its residency model): charged to the same capacity as every other memory at `location`, so
 //   the backend's ledger stays the one authority (D8) and reports them through usage_changed;
 //   kOutOfMemory when they do not fit.
+// - reserve_managed()/release_managed(): a page-aligned range of `size` bytes in
+//   WindowLayout::managed for the core's managed memory (until step 6, when UnifiedMemory
+//   places its ranges itself; step 7 took the windows out of the core); kOutOfMemory when no
+//   free range is large enough. release_managed() takes a range exactly as reserved.
 // - DeviceBackend::legacy_memory() is nullptr on a backend without drv objects (fake, hal): the
 //   core then has no old path to feed, and needs none once the migration is done.
 //
 // Threading: any thread, concurrently.
 #pragma once
 
+#include <cerrno>
 #include <memory>
 
 #include "drivers/device_result.h"
@@ -40,6 +45,9 @@ class LegacyMemory {
                        std::shared_ptr<drv::PhysicalMemory> memory, PhysicalId* out) = 0;
   virtual Result charge(Location location, uint64_t bytes) = 0;
   virtual void uncharge(Location location, uint64_t bytes) = 0;
+  // A backend without the core's managed memory (fake, hal) has no range to give.
+  virtual Result reserve_managed(uint64_t, uint64_t*) { return Result::from_errno(EOPNOTSUPP); }
+  virtual void release_managed(uint64_t, uint64_t) {}
 };
 
 }  // namespace aclvmm::dev

@@ -36,7 +36,8 @@ FakeBackend::FakeBackend(const FakeConfig& config, BackendListener& listener)
       host_(machine_),
       sharing_(machine_, physical_, config.world),
       mmu_(machine_, physical_),
-      blocks_(machine_, physical_, mmu_),
+      windows_(machine_),
+      blocks_(machine_, physical_, mmu_, windows_),
       unified_(machine_),
       copy_engine_(machine_, mmu_, unified_) {}
 

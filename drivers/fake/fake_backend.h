@@ -6,9 +6,11 @@
 // byte stores (fake_physical.h), host services (fake_host.h), the device MMU (fake_mmu.h, step
 // 2), blocks (fake_blocks.h, step 2b), copies and queues (fake_copy_engine.h, steps 3 and 4),
 // sharing between the "processes" of a FakeWorld (fake_sharing.h, step 5), managed memory
-// (fake_unified.h, step 6); the other units answer kNotSupported (unsupported_units.h) until
-// their steps. Everything a contract asks the core to guarantee is checked and counted (violations(), fake_machine.h). No system call but malloc, and no threads
-// but one per queue (drivers/command_queues.h; commands run in submission order, deterministic).
+// (fake_unified.h, step 6), the windows as numbers (fake_windows.h, step 7); the other units
+// answer kNotSupported (unsupported_units.h) until their steps. Everything a contract asks the
+// core to guarantee is checked and counted (violations(), fake_machine.h). No system call but
+// malloc, and no threads but one per queue (drivers/command_queues.h; commands run in
+// submission order, deterministic).
 //
 // open_fake_backend() is the factory the tests use: the backend behind the same injection
 // decorator as every backend (drivers/injection/), so "dev.*" rules reach it, and the bare
@@ -31,6 +33,7 @@
 #include "drivers/fake/fake_physical.h"
 #include "drivers/fake/fake_sharing.h"
 #include "drivers/fake/fake_unified.h"
+#include "drivers/fake/fake_windows.h"
 #include "drivers/unsupported_units.h"
 
 namespace aclvmm::dev::fake {
@@ -43,6 +46,7 @@ class FakeBackend final : public PartialBackend {
   const Capabilities& capabilities() const override { return capabilities_; }
 
   DeviceManager& devices() override { return devices_; }
+  AddressWindows& windows() override { return windows_; }
   PhysicalAllocator& physical() override { return physical_; }
   DeviceMmu& mmu() override { return mmu_; }
   Sharing& sharing() override { return sharing_; }
@@ -74,6 +78,7 @@ class FakeBackend final : public PartialBackend {
                                   : mmu_.cpu_access(va, buffer, n, write);
   }
   size_t live_mappings() const { return mmu_.live_mappings(); }
+  size_t live_ranges() const { return windows_.live_ranges(); }
   bool segment_published(const std::string& path) const { return host_.published(path); }
 
  private:
@@ -84,6 +89,7 @@ class FakeBackend final : public PartialBackend {
   FakeHost host_;
   FakeSharing sharing_;  // after physical_: ends exports as objects are released
   FakeMmu mmu_;  // after physical_: its destructor lets go of what is still mapped
+  FakeWindows windows_;
   FakeBlocks blocks_;
   FakeUnified unified_;
   FakeCopyEngine copy_engine_;

@@ -26,29 +26,32 @@ Result FakeBlocks::allocate(const BlockRequest& request, Block* out) {
   const uint64_t bytes = round_up(request.size, page);
   const uint64_t align = device && bytes >= kGiB ? kGiB : 2 * kMiB;  // block_allocator.h
   const uint64_t span = round_up(bytes, align);
-  if (request.address == 0 || request.address % align != 0) {
-    return machine_.violation("block: the address is not aligned for its size");
-  }
+  uint64_t address = 0;
+  if (Result r = windows_.place_block_locked(!device, span, align, &address); !r.ok()) return r;
   PhysicalSpec spec;
   spec.location = device ? Location::device(request.device) : Location::host();
   spec.page_type = request.page_type;
   spec.mem_type = request.mem_type;
   spec.size = bytes;
   PhysicalId memory;
-  if (Result r = physical_.create_locked(spec, page, &memory); !r.ok()) return r;
+  if (Result r = physical_.create_locked(spec, page, &memory); !r.ok()) {
+    windows_.free_block_locked(address);
+    return r;
+  }
   const uint32_t page_size =
       !device ? static_cast<uint32_t>(page)
       : request.page_type == PageType::kNormal ? static_cast<uint32_t>(page)
       : request.page_type == PageType::kGiant  ? static_cast<uint32_t>(kGiB)
                                                : static_cast<uint32_t>(2 * kMiB);
   const Result mapped = mmu_.map_block_locked(
-      request.address, bytes, span, memory,
+      address, bytes, span, memory,
       device ? AddressInfo::Kind::kDeviceBlock : AddressInfo::Kind::kHostBlock, page_size);
   if (!mapped.ok()) {
     (void)physical_.release_locked(memory);
+    windows_.free_block_locked(address);
     return mapped;
   }
-  out->address = request.address;
+  out->address = address;
   out->size = request.size;
   out->span = span;
   out->page_size = page_size;
@@ -60,6 +63,7 @@ Result FakeBlocks::free(uint64_t address) {
   std::lock_guard<std::mutex> lock(machine_.mutex());
   PhysicalId memory;
   if (Result r = mmu_.unmap_block_locked(address, &memory); !r.ok()) return r;
+  windows_.free_block_locked(address);
   return physical_.release_locked(memory);
 }
 

@@ -88,19 +88,15 @@ enum class LockRank : uint8_t {
   // allocations, migrations and the fault thread; takes the device pools (charges), the trace
   // and the log (and the backend's fault tracker and CPU views, leaves).
   kManagedRanges,
-  // AddressSpace::mu_ (src/vmm/address_space.h): the region tree, the windows and the VA
-  // allocators. Exclusive to add or remove a region, shared for every lookup. Taken under the
-  // runtime's start (claiming the windows) and teardown (clear); takes a region's lock and the
-  // claims record.
+  // AddressSpace::mu_ (src/vmm/address_space.h): the region tree and the copy of the windows'
+  // layout. Exclusive to add or remove a region (and so around every reserve and release of the
+  // backend's windows, D9), shared for every lookup. Taken under the runtime's start (attaching
+  // the backend) and teardown (clear); takes a region's lock and the backend's window steps
+  // (emu's windows lock, injection, log).
   kRegionTree,
   // Region::mu: one region's mappings and its binding. Taken under the region tree's lock (a
   // thread holds one region at a time); takes the backend's mapping steps (injection, log).
   kRegionMappings,
-  // AddressSpace::claims_mu_: the record of what the address space claimed from the process (the
-  // windows, the no-UC reservations). Taken under the region tree's lock, and held across fork
-  // (after the sharing service's lock) so that the child finds the record whole; takes the
-  // backend's claim steps (injection, log).
-  kAddressClaims,
   // HandleTable<T>::mu_ (src/base/handle_table.h), one per table: physical handles, contexts,
   // streams. Membership and the reference counts kept in the objects. Taken under the runtime's
   // lock (contexts, streams, teardown) and the sharing service's (imports); never two tables at
@@ -116,8 +112,8 @@ enum class LockRank : uint8_t {
   kDevicePools,
   // The leaf locks. Each is taken under any of the above (a backend step of any caller checks
   // its failure injection; anyone may log) and takes nothing but the next ones. The fork prepare
-  // handlers take them all, in this order, after the claims record, so they are strictly ranked
-  // among themselves.
+  // handlers take them all, in this order, after the device backend's locks, so they are
+  // strictly ranked among themselves.
   // injection.cpp g_mu: the armed failure-injection rules.
   kInjection,
   // trace.cpp g_mu: the recorded trace events and the trace file's name.
@@ -138,7 +134,6 @@ constexpr const char* lock_rank_name(LockRank rank) {
     case LockRank::kManagedRanges: return "ManagedMemory::mu_ (managed ranges)";
     case LockRank::kRegionTree: return "AddressSpace::mu_ (region tree)";
     case LockRank::kRegionMappings: return "Region::mu (a region's mappings)";
-    case LockRank::kAddressClaims: return "AddressSpace::claims_mu_ (claims record)";
     case LockRank::kHandleTable: return "HandleTable::mu_ (a handle table)";
     case LockRank::kStreamQueue: return "Stream::mu_ (a stream's queue)";
     case LockRank::kDevicePools: return "Runtime::pools_mu_ (device pools)";

@@ -8,9 +8,12 @@
 // installed.
 //
 // The steps (docs/configuration.md, ACLVMM_FAULTS):
-//   drv.claim_window      an address window's placeholder (mmap), at the first runtime start
+//   drv.claim_window      an address window's placeholder, at the first runtime start
 //   drv.claim_fixed       the placeholder of a NoUC reservation
-//   drv.release_window    giving a NoUC reservation's range back (munmap)
+//   drv.release_window    giving a NoUC reservation's range back
+//                         (these three: the core no longer claims windows through this seam;
+//                         the names fire as aliases of emu.window.* in the device backend's
+//                         windows, drivers/emu/device/windows.h)
 //   drv.create_physical   new physical memory (memfd_create + ftruncate)
 //   drv.adopt_physical    wrapping a descriptor received from an exporter
 //   drv.map_cpu           a CPU mapping of physical memory (mmap MAP_FIXED)

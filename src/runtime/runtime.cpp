@@ -113,15 +113,13 @@ void Runtime::replace_in_forked_child() {
   (void)new std::shared_ptr<Context>(std::move(t_context));  // leaked: the object is the parent's
 }
 
-WindowPlaces Runtime::release_inherited() {
-  WindowPlaces places;  // the nearest ancestor's that had claimed its windows
+void Runtime::release_inherited() {
+  // The backends give back the windows and no-UC ranges they claimed (emu remembers where they
+  // were, so that the child's new backend claims them there).
   for (Runtime* r = inherited_; r; r = r->inherited_) {
-    const WindowPlaces released = r->space_.release_inherited_claims();
-    if (places.svm == 0) places = released;
     if (r->device_) r->device_->release_inherited();
   }
   inherited_ = nullptr;
-  return places;
 }
 
 Status Runtime::start() {
@@ -140,25 +138,22 @@ Status Runtime::start_locked() {
   if (!backend_) {
     // A forked child's first start: the parent's windows go first, so that ours land where the
     // parent's were (the vendor's addresses, unless a sanitizer had them placed elsewhere).
-    const WindowPlaces inherited = release_inherited();
+    release_inherited();
     // Always behind the failure-injection decorator: "drv.*" rules fail single backend steps.
     backend_ = with_injection(drv::create_backend(cfg.driver));
     if (!backend_) return Error(kAclInvalidParam, "no driver backend called " + cfg.driver);
-    Status claimed = space_.claim_windows(backend_.get(), inherited);
-    if (!claimed.ok()) {
-      backend_.reset();  // the next start tries again from scratch
-      return claimed;
-    }
+    space_.attach_driver(backend_.get());
     sharing_.attach(backend_.get(), &physical_, this);
-    managed_.attach(backend_.get(), space_.uvm_window(), space_.uvm_window_size());
     if (!g_exit_registered.exchange(true)) std::atexit(at_exit);
   }
   // The device backend follows each start's configuration (device count and memory, open mode);
-  // it opens before the snapshot is published, so a refused open publishes nothing.
+  // it opens before the snapshot is published, so a refused open publishes nothing. Its open
+  // places the windows (the process's first open claims them, D9).
   ACLVMM_ASSIGN_OR_RETURN(device_, open_device(cfg));
   ACLVMM_ASSIGN_OR_RETURN(const Config* published, config_.publish(std::move(cfg)));
   const Config& config = *published;
   space_.attach_device(device_);
+  managed_.attach(backend_.get(), device_->windows().layout().managed, device_->legacy_memory());
   devices_.assign(config.device_count, Device{});
   // Best effort: without a segment the pools simply have no mirror.
   std::vector<UsageMirror> mirrors = SmiPublisher::get().publish(*backend_, config);

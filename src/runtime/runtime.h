@@ -135,9 +135,10 @@ class Runtime final : public RuntimeServices {
   // `generation`: how many forks lie between this object and the process's first one.
   explicit Runtime(uint32_t generation);
   Status start_locked();
-  // Gives back the address ranges the runtimes this process inherited over fork had claimed;
-  // returns where the nearest of them had its windows, for this runtime to claim the same places.
-  WindowPlaces release_inherited();
+  // Gives back the address ranges the runtimes this process inherited over fork had claimed
+  // (through their device backends' release_inherited: the backend remembers where its windows
+  // were, so that this runtime's backend claims the same places).
+  void release_inherited();
   void teardown_locked(std::unique_lock<LifetimeMutex>& lock, const char* why);
   // create_context with mu_ held (set_device creates the primary context under its own lock).
   StatusOr<uint64_t> create_context_locked(int physical_device, bool primary);

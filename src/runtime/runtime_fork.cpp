@@ -8,17 +8,19 @@
 // freed (its charges would go back into the parent's shared statistics, its memory is the
 // parent's), unlocked or destroyed (its locks may be held by threads of the parent's). The address
 // ranges it had claimed stay mapped in the child (what the child reads through them is what it
-// inherited) until the new runtime's first start releases them and claims the windows again.
+// inherited) until the new runtime's first start has the backend release them and claim the
+// windows again.
 //
 // Lock order over fork. pthread_atfork runs prepare handlers in reverse order of registration and
 // the others in order of registration. ShareService registers its own handler at the runtime's
 // first start, after this one (registered with the first Runtime), so before fork:
 //   1. ShareService's lock (its handler: the child must not keep the parent's endpoints);
-//   2. the address space's record of its claims (windows, no-UC reservations), so that the child
-//      finds it whole: the new runtime's first start releases what it lists; then the device
-//      backend's locks (DeviceBackend::prepare_fork; its code calls the listener, so the leaf
-//      locks below come after it), whose after_fork_child abandons what the parent's threads
-//      hold; the new runtime's first start calls release_inherited on it;
+//   2. the device backend's locks (DeviceBackend::prepare_fork; among them emu's record of its
+//      windows and no-UC claims, so that the child finds it whole; its code calls the listener,
+//      so the leaf locks below come after it), whose after_fork_child abandons what the parent's
+//      threads hold; the new runtime's first start calls release_inherited on it, which gives
+//      back the windows and no-UC ranges (and every mapping in them) before the new backend
+//      claims the windows again where they were;
 //   3. the leaf locks, in this order: failure injection, the trace, the log and its clock. Code
 //      takes them under the locks above (a backend step claiming a range checks its injection
 //      rules, window claims and the listener log), never the other way round, and takes nothing
@@ -39,7 +41,6 @@
 namespace aclvmm {
 
 void Runtime::fork_prepare() {
-  get().space_.lock_for_fork();
   if (get().device_) get().device_->prepare_fork();
   injection_hold_for_fork();
   trace::hold_for_fork();
@@ -51,7 +52,6 @@ void Runtime::fork_parent() {
   trace::release_after_fork();
   injection_release_after_fork();
   if (get().device_) get().device_->after_fork_parent();
-  get().space_.unlock_after_fork();
 }
 
 void Runtime::fork_child() {
@@ -59,7 +59,6 @@ void Runtime::fork_child() {
   trace::release_after_fork();
   injection_release_after_fork();
   if (get().device_) get().device_->after_fork_child();
-  get().space_.unlock_after_fork();
   replace_in_forked_child();
 }
 

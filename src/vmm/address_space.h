@@ -1,7 +1,9 @@
 // AddressSpace: the device address space of one process as the runtime keeps it (its
 // bookkeeping; the device backend's DeviceMmu programs the page tables and CPU views).
 //
-// Virtual windows are claimed once (emulation.md section 3). Inside them live Regions (VMM
+// The virtual windows are the device backend's (AddressWindows, D9: emu claims them, emulation.md
+// section 3); this object copies their layout and takes every range from them. Inside them live
+// Regions (VMM
 // reservations, aclrtMalloc and aclrtMallocHost allocations), kept in a tree by base address; each
 // Region keeps its Mappings in a tree by start address. Every lookup is two O(log n) tree searches
 // under shared locks that are dropped before any data moves. Two levels of ReadMostlyMutex:
@@ -23,7 +25,6 @@
 #include "drivers/driver.h"
 #include "vmm/chunk_index.h"
 #include "vmm/physical.h"
-#include "vmm/va_allocator.h"
 
 namespace aclvmm {
 
@@ -134,40 +135,22 @@ struct AddressRange {
   uint64_t size = 0;
 };
 
-// Where an address space's windows are (0: not claimed).
-struct WindowPlaces {
-  uint64_t host = 0, uvm = 0, svm = 0;
-};
-
 class AddressSpace {
  public:
-  // Claims the windows (once per object; later calls are no-ops). The process keeps one
-  // AddressSpace for its lifetime, so the windows are never given back. `inherited`: where a
-  // forked child's inherited runtime had them (released just before); they are claimed there
-  // first, so that an address of the parent's means the same window in the child even where the
-  // parent's windows could not be at the vendor's addresses (under a sanitizer the kernel places
-  // them, and a second placement need not land in the same spot).
-  Status claim_windows(drv::Backend* backend, const WindowPlaces& inherited = {});
-  // The device backend whose MMU programs every VMM mapping (each runtime start; the runtime
-  // passes it, so this object needs no runtime of its own). Set before the first map.
-  void attach_device(std::shared_ptr<dev::DeviceBackend> device) {
-    mmu_ = device ? &device->mmu() : nullptr;
-    device_ = std::move(device);
-  }
+  // Gives back every range it still holds (a test's address space; the runtime's lives as long
+  // as the process).
+  ~AddressSpace() { (void)clear(); }
+  // The old seam (drivers/driver.h, until step 9): the instrumentation of a block's bytes for the
+  // core's copies and the pointer index's table. Set once, before the first attach_device.
+  void attach_driver(drv::Backend* backend) { backend_ = backend; }
+  // The device backend whose windows hold every range of this object and whose MMU programs every
+  // VMM mapping (each runtime start; the runtime passes it, so this object needs no runtime of
+  // its own). Set before the first reservation; its layout is copied (the windows are on every
+  // translation's path, so no virtual call there), and the pointer index covers its device
+  // window.
+  void attach_device(std::shared_ptr<dev::DeviceBackend> device);
   // Drops every region and mapping (finalize); returns them so the caller can report leaks.
   std::vector<std::unique_ptr<Region>> clear();
-
-  // fork(): what this object claimed from the process's address space (the windows and the no-UC
-  // reservations) is recorded under claims_mu_, which the runtime's prepare handler holds across
-  // fork, so that a child finds the record whole; both processes release it after fork.
-  void lock_for_fork() { claims_mu_.lock(); }
-  void unlock_after_fork() { claims_mu_.unlock(); }
-  // In a forked child, on the address space it inherited: gives back every window and no-UC
-  // reservation it claimed, and with them every mapping inside, as the child's own address space
-  // has them. No Region is touched or destroyed: their memory and charges are the parent's, and
-  // their tree may have been in the middle of a change at fork. Returns where the windows were,
-  // for the child's own claim_windows.
-  WindowPlaces release_inherited_claims();
 
   // Reservations (VMM). `expect` 0: anywhere in the device window.
   StatusOr<uint64_t> reserve(uint64_t size, uint64_t expect, bool no_uc, const char* api);
@@ -204,8 +187,9 @@ class AddressSpace {
   StatusOr<PointerInfo> pointer_info(uint64_t ptr, size_t host_page) const;
   Status translate(uint64_t va, uint64_t n, bool write, const Accessor& who, Translation* out) const;
 
-  uint64_t uvm_window() const { return uvm_window_; }
-  uint64_t uvm_window_size() const { return uvm_window_size_; }
+  // The managed window (the backend's, WindowLayout::managed).
+  uint64_t uvm_window() const { return layout_.managed.base; }
+  uint64_t uvm_window_size() const { return layout_.managed.size; }
 
   // Statistics.
   size_t region_count(RegionKind kind) const;
@@ -224,18 +208,13 @@ class AddressSpace {
   void index_malloc(const Region& r);
   void unindex(const Region& r);
 
-  // The region tree; ranked below a Region's mu and the claims (base/lock_rank.h).
+  // The region tree; ranked below a Region's mu (base/lock_rank.h). Its writer lock also
+  // serialises every reserve and release of the backend's windows (address_windows.h, D9).
   mutable RankedReadMostlyMutex<LockRank::kRegionTree> mu_;
-  // The claims: the window fields below while they are claimed, and no_uc_claims_.
-  RankedMutex<LockRank::kAddressClaims> claims_mu_;
-  std::map<uint64_t, uint64_t> no_uc_claims_;  // base -> span of each no-UC reservation
   ChunkIndex index_;            // lock-free answers for the device window (chunk_index.h)
   std::map<uint64_t, std::unique_ptr<Region>> regions_;
-  VaAllocator svm_;       // general device window (aclrtMalloc, reservations)
-  VaAllocator host_;      // host pinned window
-  uint64_t svm_window_ = 0, svm_window_size_ = 0, svm_general_ = 0;
-  uint64_t uvm_window_ = 0, uvm_window_size_ = 0;
-  uint64_t host_window_ = 0, host_window_size_ = 0;
+  dev::AddressWindows* windows_ = nullptr;  // device_'s, fetched once
+  dev::WindowLayout layout_;                // its layout, copied at attach
 };
 
 }  // namespace aclvmm

@@ -25,12 +25,13 @@ Status ManagedMemory::not_allocated(uint64_t va) {
 
 ManagedMemory::~ManagedMemory() { stop_tracking(); }
 
-void ManagedMemory::attach(drv::Backend* backend, uint64_t window, uint64_t window_size) {
+void ManagedMemory::attach(drv::Backend* backend, dev::VaRange window, dev::LegacyMemory* ranges) {
   backend_ = backend;
   tracker_ = &backend->fault_tracker();
-  window_ = window;
-  window_size_ = window_size;
-  va_.reset(window, window + window_size);
+  window_ = window.base;
+  window_size_ = window.size;
+  Lock lock(mu_);
+  window_ranges_ = ranges;
 }
 
 Status ManagedMemory::start_tracking() {
@@ -122,7 +123,8 @@ StatusOr<uint64_t> ManagedMemory::allocate(uint64_t size) {
   if (rc != 0) return failed(Error(code_from_errno(rc), "no memory for the managed allocation"));
   Lock lock(mu_);
   uint64_t base = 0;
-  if (bytes > window_size_ - reserved_total_ || !va_.allocate(bytes, kPage, &base)) {
+  if (bytes > window_size_ - reserved_total_ || window_ranges_ == nullptr ||
+      !window_ranges_->reserve_managed(bytes, &base).ok()) {
     Status full = Error(ACL_ERROR_RT_MEMORY_ALLOCATION,
                         fmt::format("managed memory is limited to {} bytes per process; {} are in use",
                                     window_size_, reserved_total_));
@@ -135,7 +137,7 @@ StatusOr<uint64_t> ManagedMemory::allocate(uint64_t size) {
     if (rc != 0) backend_->unmap_cpu(base, bytes);
   }
   if (rc != 0) {
-    va_.free(base, bytes);
+    window_ranges_->release_managed(base, bytes);
     lock.unlock();
     return failed(Error(code_from_errno(rc), "the managed range could not be mapped"));
   }
@@ -179,7 +181,7 @@ Status ManagedMemory::free(uint64_t base, bool teardown) {
       p.resident = kHostResident;
     }
     reserved_total_ -= range->size;
-    va_.free(range->base, range->size);
+    if (window_ranges_ != nullptr) window_ranges_->release_managed(range->base, range->size);
   }
   return Status::Ok();
 }
@@ -262,6 +264,7 @@ std::vector<AddressRange> ManagedMemory::release_all() {
   stop_tracking();
   Lock lock(mu_);
   tracking_failed_ = false;
+  window_ranges_ = nullptr;  // the device backend goes with the runtime; the next start attaches
   return released;
 }
 

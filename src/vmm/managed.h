@@ -34,7 +34,6 @@
 #include "vmm/address_space.h"
 #include "vmm/device_directory.h"
 #include "vmm/managed_lru.h"
-#include "vmm/va_allocator.h"
 
 namespace aclvmm {
 
@@ -84,8 +83,10 @@ class ManagedMemory {
   // has NUMA; it outlives this object (the runtime that owns both).
   explicit ManagedMemory(const DeviceDirectory& devices) : devices_(devices) {}
   ~ManagedMemory();
-  // The UVM window and the backend; starts fault tracking when the machine allows it.
-  void attach(drv::Backend* backend, uint64_t window, uint64_t window_size);
+  // The backend, the UVM window (the device backend's, WindowLayout::managed) and what places
+  // ranges in it (`ranges`: the device backend's LegacyMemory, until step 6; null: no managed
+  // memory). Each runtime start, before the first allocation; fault tracking starts with it.
+  void attach(drv::Backend* backend, dev::VaRange window, dev::LegacyMemory* ranges);
   bool in_window(uint64_t va) const { return va - window_ < window_size_; }
   bool fault_tracking() const { return tracking_; }
   // CPU writes to READ_MOSTLY pages invalidate the devices' read copies.
@@ -154,7 +155,7 @@ class ManagedMemory {
   // be: the thread takes mu_), so a start never overlaps a stop. The fault thread never takes it.
   RankedMutex<LockRank::kManagedLifetime> life_mu_;
   mutable RangesMutex mu_;
-  VaAllocator va_;
+  dev::LegacyMemory* window_ranges_ = nullptr;  // under mu_: places ranges in the UVM window
   std::map<uint64_t, std::unique_ptr<ManagedRange>> ranges_;
   ResidencyLru lru_;
   uint64_t reserved_total_ = 0;

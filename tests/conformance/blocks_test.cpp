@@ -21,6 +21,7 @@ using dev::kMiB;
 using dev::kNoDevice;
 using dev::Location;
 using dev::MemoryInfo;
+using dev::VaRange;
 using dev::MemoryKind;
 using dev::MemType;
 using dev::PageType;
@@ -31,24 +32,22 @@ class BlocksConformance : public BackendTest {
  protected:
   BackendSetup setup() const override { return BackendSetup{2, kDeviceMemory}; }
 
-  BlockRequest device_block(uint64_t va, uint64_t size, PageType page) {
+  BlockRequest device_block(uint64_t size, PageType page) {
     BlockRequest r;
     r.kind = BlockKind::kDevice;
     r.device = 1;
     r.size = size;
     r.page_type = page;
     r.mem_type = MemType::kHbm;
-    r.address = va;
     return r;
   }
-  BlockRequest host_block(uint64_t va, uint64_t size) {
+  BlockRequest host_block(uint64_t size) {
     BlockRequest r;
     r.kind = BlockKind::kHostPinned;
     r.device = kNoDevice;
     r.size = size;
     r.page_type = PageType::kNormal;
     r.mem_type = MemType::kDdr;
-    r.address = va;
     return r;
   }
   uint64_t device_free(dev::DeviceIndex d) {
@@ -82,12 +81,14 @@ TEST_P(BlocksConformance, C12_DeviceBlockIsOneCallAndFreeTakesItAllBack) {
   const std::string held_before = harness().held_resources();
   for (const Shape& s : shapes) {
     SCOPED_TRACE(::testing::Message() << "block of " << s.size << " bytes");
-    const uint64_t va = harness().reserve_va(s.span);
-    ASSERT_NE(va, 0u);
     listener_.clear_usage();
     Block block;
-    ASSERT_TRUE(be().blocks().allocate(device_block(va, s.size, s.page), &block).ok());
-    EXPECT_EQ(block.address, va);
+    ASSERT_TRUE(be().blocks().allocate(device_block(s.size, s.page), &block).ok());
+    // The backend places it (step 7): in the general part, aligned for its size.
+    const uint64_t va = block.address;
+    const VaRange general = be().windows().layout().device_general;
+    EXPECT_TRUE(general.contains(va) && general.contains(va + s.span - 1)) << std::hex << va;
+    EXPECT_EQ(va % (s.span >= kGiB ? kGiB : 2 * kMiB), 0u) << std::hex << va;
     EXPECT_EQ(block.size, s.size);
     EXPECT_EQ(block.span, s.span);
     EXPECT_EQ(block.page_size, s.page_size);
@@ -129,29 +130,25 @@ TEST_P(BlocksConformance, C12_DeviceBlockIsOneCallAndFreeTakesItAllBack) {
   EXPECT_EQ(harness().held_resources(), held_before);
 }
 
-// C12 (refusals): a full device, a misplaced or taken address, and the MMU's own operations on a
-// block leave everything as it was; a block is taken back only by free at its start.
+// C12 (refusals): a full device and the MMU's own operations on a block leave everything as it
+// was; two blocks never share a range; a block is taken back only by free at its start.
 TEST_P(BlocksConformance, C12_RefusalsLeaveNothingBehind) {
-  const uint64_t va = harness().reserve_va(2 * kGiB);
-  ASSERT_NE(va, 0u);
   const uint64_t free_before = device_free(1);
   const std::string held_before = harness().held_resources();
   Block block;
-  EXPECT_EQ(be().blocks().allocate(device_block(va, kDeviceMemory + 4096, PageType::kHuge),
+  EXPECT_EQ(be().blocks().allocate(device_block(kDeviceMemory + 4096, PageType::kHuge),
                                    &block).condition(),
             Condition::kOutOfMemory);
-  // 1 GiB and more: 1 GiB aligned.
-  EXPECT_EQ(be().blocks().allocate(device_block(va + 2 * kMiB, kGiB, PageType::kHuge), &block)
-                .condition(),
-            Condition::kInvalidArgument);
   EXPECT_EQ(device_free(1), free_before);
   EXPECT_EQ(harness().held_resources(), held_before);
 
-  ASSERT_TRUE(be().blocks().allocate(device_block(va, 2 * kMiB, PageType::kHuge), &block).ok());
+  ASSERT_TRUE(be().blocks().allocate(device_block(2 * kMiB, PageType::kHuge), &block).ok());
+  const uint64_t va = block.address;
   Block second;
-  EXPECT_EQ(be().blocks().allocate(device_block(va, 4096, PageType::kNormal), &second).condition(),
-            Condition::kInvalidArgument)
-      << "two blocks at one address";
+  ASSERT_TRUE(be().blocks().allocate(device_block(4096, PageType::kNormal), &second).ok());
+  EXPECT_TRUE(second.address >= va + block.span || second.address + second.span <= va)
+      << "two blocks in one range";
+  ASSERT_TRUE(be().blocks().free(second.address).ok());
   EXPECT_EQ(be().mmu().unmap(va, 2 * kMiB).condition(), Condition::kInvalidArgument);
   size_t applied = 7;
   const dev::AccessGrant grant{Location::host(), dev::Access::kReadWrite};
@@ -173,13 +170,13 @@ TEST_P(BlocksConformance, C12_RefusalsLeaveNothingBehind) {
 // physical object, charged to the host; after free the CPU faults there.
 TEST_P(BlocksConformance, C13_HostBlockIsCpuMemoryUntilFreed) {
   const uint64_t size = 64 * 1024;
-  const uint64_t va = harness().reserve_va(2 * kMiB);
-  ASSERT_NE(va, 0u);
   const std::string held_before = harness().held_resources();
   listener_.clear_usage();
   Block block;
-  ASSERT_TRUE(be().blocks().allocate(host_block(va, size), &block).ok());
-  EXPECT_EQ(block.address, va);
+  ASSERT_TRUE(be().blocks().allocate(host_block(size), &block).ok());
+  const uint64_t va = block.address;
+  EXPECT_TRUE(be().windows().layout().host_pinned.contains(va)) << std::hex << va;
+  EXPECT_EQ(va % (2 * kMiB), 0u);
   EXPECT_EQ(block.span, 2 * kMiB);
   EXPECT_EQ(listener_.usage_sum(kNoDevice), static_cast<int64_t>(size));
   AddressInfo info;

@@ -204,15 +204,13 @@ TEST_P(CopyConformance, C19_TheExecutorNeedsItsRightsOnEachSide) {
 
 // C19: a device block is reachable from a device with peer access to its owner.
 TEST_P(CopyConformance, C19_PeerAccessReachesADeviceBlock) {
-  const uint64_t va = harness().reserve_va(kGiB);
-  ASSERT_NE(va, 0u);
   BlockRequest request;
   request.kind = BlockKind::kDevice;
   request.device = 0;
   request.size = 8192;
-  request.address = va;
   Block block;
   ASSERT_TRUE(be().blocks().allocate(request, &block).ok());
+  const uint64_t va = block.address;
   std::vector<uint8_t> bytes = pattern(8192, 3), back(8192);
   EXPECT_EQ(copy(mapped(va), host(bytes.data()), 8192, on(1)).result.condition(),
             Condition::kNotPermitted);

@@ -75,8 +75,9 @@ class Harness {
   // descriptors; fake: its live objects).
   virtual std::string held_resources() = 0;
   // A range of `size` bytes (1 GiB aligned) the backend may map into, for the MMU cases, kept
-  // until the harness goes. Until the backends own windows (migration step 7) the harness makes
-  // it: emu claims a placeholder as the core does; fake hands out numbers.
+  // until the harness goes. The harness makes it apart from the backend's windows (so the MMU
+  // cases test the MMU alone): emu claims a placeholder of its own; fake hands out numbers
+  // below the general part of its device window.
   virtual uint64_t reserve_va(uint64_t size) = 0;
   // The CPU touching [va, va+n) as a thread of the process would: reads into or writes from
   // `buffer`. kBadAddress (-EFAULT) where the CPU faults (emu: the touch is tried in a forked

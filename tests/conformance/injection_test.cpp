@@ -34,7 +34,7 @@ struct Context {
   Harness& harness;
   std::vector<PhysicalId> objects;  // prepared (or created by the runs)
   std::vector<std::shared_ptr<dev::StatisticsSegment>> segments;
-  uint64_t va = 0;  // where the block scenarios place their blocks, one 2 MiB slot per run
+  std::vector<uint64_t> ranges;  // the block and reservation scenarios' addresses, one per run
 };
 
 struct Scenario {
@@ -59,26 +59,43 @@ void release_objects(Context& c) {
   c.objects.clear();
 }
 
-dev::BlockRequest block_at(const Context& c, int k) {
+dev::BlockRequest small_block() {
   dev::BlockRequest r;
   r.kind = dev::BlockKind::kDevice;
   r.device = 0;
   r.size = 64 * 1024;
   r.page_type = dev::PageType::kNormal;
-  r.address = c.va + static_cast<uint64_t>(k) * 2 * kMiB;
   return r;
 }
+void no_ranges(Context& c) { c.ranges.assign(kRuns, 0); }
 Result allocate_block(Context& c, int k) {
   dev::Block block;
-  return c.be.blocks().allocate(block_at(c, k), &block);
+  const Result r = c.be.blocks().allocate(small_block(), &block);
+  if (r.ok()) c.ranges[k] = block.address;
+  return r;
 }
-void reserve_blocks(Context& c) { c.va = c.harness.reserve_va(dev::kGiB); }
 void allocate_blocks(Context& c) {
-  reserve_blocks(c);
+  no_ranges(c);
   for (int k = 0; k < kRuns; ++k) ASSERT_TRUE(allocate_block(c, k).ok());
 }
 void free_blocks(Context& c) {
-  for (int k = 0; k < kRuns; ++k) ASSERT_TRUE(c.be.blocks().free(block_at(c, k).address).ok());
+  for (int k = 0; k < kRuns; ++k) ASSERT_TRUE(c.be.blocks().free(c.ranges[k]).ok());
+}
+dev::ReserveRequest small_reservation() {
+  dev::ReserveRequest r;
+  r.size = 2 * kMiB;
+  r.alignment = 2 * kMiB;
+  return r;
+}
+Result reserve_range(Context& c, int k) {
+  return c.be.windows().reserve(small_reservation(), &c.ranges[k]);
+}
+void reserve_ranges(Context& c) {
+  no_ranges(c);
+  for (int k = 0; k < kRuns; ++k) ASSERT_TRUE(reserve_range(c, k).ok());
+}
+void release_ranges(Context& c) {
+  for (int k = 0; k < kRuns; ++k) ASSERT_TRUE(c.be.windows().release(c.ranges[k], 2 * kMiB).ok());
 }
 
 const Scenario kScenarios[] = {
@@ -114,13 +131,20 @@ const Scenario kScenarios[] = {
      [](Context& c, int k) { return c.be.physical().set_map_route(c.objects[k], 3); },
      [](Context& c, int k) { ASSERT_TRUE(c.be.physical().set_map_route(c.objects[k], 0).ok()); },
      release_objects},
-    {steps::kBlockAllocate, reserve_blocks, allocate_block,
-     [](Context& c, int k) { ASSERT_TRUE(c.be.blocks().free(block_at(c, k).address).ok()); },
+    {steps::kBlockAllocate, no_ranges, allocate_block,
+     [](Context& c, int k) { ASSERT_TRUE(c.be.blocks().free(c.ranges[k]).ok()); },
      nothing},
     {steps::kBlockFree, allocate_blocks,
-     [](Context& c, int k) { return c.be.blocks().free(block_at(c, k).address); },
+     [](Context& c, int k) { return c.be.blocks().free(c.ranges[k]); },
      [](Context& c, int k) { ASSERT_TRUE(allocate_block(c, k).ok()); },  // one in its place
      free_blocks},
+    {steps::kWindowReserve, no_ranges, reserve_range,
+     [](Context& c, int k) { ASSERT_TRUE(c.be.windows().release(c.ranges[k], 2 * kMiB).ok()); },
+     nothing},
+    {steps::kWindowRelease, reserve_ranges,
+     [](Context& c, int k) { return c.be.windows().release(c.ranges[k], 2 * kMiB); },
+     [](Context& c, int k) { ASSERT_TRUE(reserve_range(c, k).ok()); },  // one in its place
+     release_ranges},
     {steps::kHostStatsSegment, [](Context& c) { c.segments.assign(kRuns, nullptr); },
      [](Context& c, int k) {
        return c.be.host().create_statistics_segment(
@@ -175,7 +199,7 @@ TEST_P(InjectionConformance, C46_EveryStepFailsOnceAndLeavesTheBackendAsItWas) {
   for (const Scenario& scenario : kScenarios) {
     for (int nth = 1; nth <= kRuns; ++nth) {
       SCOPED_TRACE(::testing::Message() << scenario.step << " failing at execution " << nth);
-      Context c{be(), harness(), {}, {}, 0};
+      Context c{be(), harness(), {}, {}, {}};
       scenario.prepare(c);
       const std::string before = state(c);
       listener_.arm(scenario.step, static_cast<uint32_t>(nth), kCode);

@@ -5,6 +5,7 @@
 #include "drivers/emu/device/device_mmu.h"
 #include "drivers/emu/device/physical_allocator.h"
 #include "drivers/emu/device/physical_object.h"
+#include "drivers/emu/device/windows.h"
 
 namespace aclvmm::dev::emu {
 namespace {
@@ -33,32 +34,45 @@ Result EmuBlocks::allocate(const BlockRequest& request, Block* out) {
   }
   const uint64_t bytes = round_up(request.size, kHostPage);
   const uint64_t align = device && bytes >= kGiB ? kGiB : 2 * kMiB;  // block_allocator.h
-  if (request.address == 0 || request.address % align != 0) return Result::from_errno(EINVAL);
+  const uint64_t span = round_up(bytes, align);
+  uint64_t address = 0;
+  if (Result r = windows_.place_block(!device, span, align, &address); !r.ok()) return r;
   PhysicalSpec spec;
   spec.location = device ? Location::device(request.device) : Location::host();
   spec.page_type = request.page_type;
   spec.mem_type = request.mem_type;
   spec.size = bytes;
   EmuPhysical* object = nullptr;
-  if (Result r = physical_.make(spec, &object); !r.ok()) return r;
+  if (Result r = physical_.make(spec, &object); !r.ok()) {
+    windows_.free_block(!device, address, span);
+    return r;
+  }
   const uint32_t page_size = device ? page_size_of(request.page_type)
                                     : static_cast<uint32_t>(kHostPage);
   const Result mapped =
-      mmu_.map_block(request.address, bytes, object,
+      mmu_.map_block(address, bytes, object,
                      device ? AddressInfo::Kind::kDeviceBlock : AddressInfo::Kind::kHostBlock,
                      page_size);
   if (!mapped.ok()) {
     object->drop();  // the charge and the memfd go with it
+    windows_.free_block(!device, address, span);
     return mapped;
   }
-  out->address = request.address;
+  out->address = address;
   out->size = request.size;
-  out->span = round_up(bytes, align);
+  out->span = span;
   out->page_size = page_size;
   out->memory = object->id();
   return Result::success();
 }
 
-Result EmuBlocks::free(uint64_t address) { return mmu_.unmap_block(address); }
+Result EmuBlocks::free(uint64_t address) {
+  AddressInfo::Kind kind = AddressInfo::Kind::kDeviceBlock;
+  uint64_t bytes = 0;
+  if (Result r = mmu_.unmap_block(address, &kind, &bytes); !r.ok()) return r;
+  const bool host = kind == AddressInfo::Kind::kHostBlock;
+  windows_.free_block(host, address, round_up(bytes, !host && bytes >= kGiB ? kGiB : 2 * kMiB));
+  return Result::success();
+}
 
 }  // namespace aclvmm::dev::emu

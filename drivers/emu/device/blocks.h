@@ -5,15 +5,17 @@
 // it does mappings'. A host block's entry gives the CPU read-write access, which is its CPU view
 // (emu.cpu.map); a device block is seen by the CPU only with ACLVMM_HOST_ACCESS=open, as before.
 //
-// Until step 7 the core places blocks in its windows (BlockRequest::address); emu checks what it
-// needs to stay safe: a device that exists, a size, a 2 MiB aligned start whose words are free
-// (kInvalidArgument).
+// The block's range comes from the windows (windows.h, step 7): device blocks from the general
+// part of the device window, host blocks from host_pinned, 2 MiB aligned (device blocks of 1 GiB
+// or more 1 GiB aligned), the span a multiple of that alignment; kOutOfMemory when the window
+// is full. A device that does not exist or a size of 0 is kInvalidArgument.
 //
-// free() removes the entry (its CPU view first: if that cannot go, the block stays) and drops the
-// object; the memfd lives on while the core's old copy paths still hold it (legacy_memory.h), the
+// free() removes the entry (its CPU view first: if that cannot go, the block stays), gives the
+// range back to its window and drops the object; the memfd lives on while the core's old copy paths still hold it (legacy_memory.h), the
 // charge goes back now.
 //
-// Threading: as BlockAllocator; no lock (the page table's words are per block).
+// Threading: as BlockAllocator; no lock of its own (the page table's words are per block; the
+// windows' free lists have theirs).
 #pragma once
 
 #include <cstdint>
@@ -24,11 +26,13 @@ namespace aclvmm::dev::emu {
 
 class EmuDeviceMmu;
 class EmuPhysicalAllocator;
+class EmuWindows;
 
 class EmuBlocks final : public BlockAllocator {
  public:
-  EmuBlocks(EmuPhysicalAllocator& physical, EmuDeviceMmu& mmu, int32_t device_count)
-      : physical_(physical), mmu_(mmu), device_count_(device_count) {}
+  EmuBlocks(EmuPhysicalAllocator& physical, EmuDeviceMmu& mmu, EmuWindows& windows,
+            int32_t device_count)
+      : physical_(physical), mmu_(mmu), windows_(windows), device_count_(device_count) {}
 
   Result allocate(const BlockRequest& request, Block* out) override;
   Result free(uint64_t address) override;
@@ -36,6 +40,7 @@ class EmuBlocks final : public BlockAllocator {
  private:
   EmuPhysicalAllocator& physical_;
   EmuDeviceMmu& mmu_;
+  EmuWindows& windows_;
   const int32_t device_count_;
 };
 

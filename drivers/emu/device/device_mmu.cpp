@@ -108,11 +108,13 @@ Result EmuDeviceMmu::map_block(uint64_t va, uint64_t size, EmuPhysical* object,
   return install(entry, /*retain=*/false);
 }
 
-Result EmuDeviceMmu::unmap_block(uint64_t va) {
+Result EmuDeviceMmu::unmap_block(uint64_t va, AddressInfo::Kind* kind, uint64_t* size) {
   MmuEntry* e = table_.find(va);
   if (e == nullptr || e->va != va || e->kind == AddressInfo::Kind::kMapping) return invalid();
   // As unmap(): a CPU view that cannot be removed keeps the block.
   if (Result r = cpu_.apply(*e, drv::CpuAccess::kNone); !r.ok()) return r;
+  if (kind != nullptr) *kind = e->kind;
+  if (size != nullptr) *size = e->size;
   forget(e);
   return Result::success();
 }

@@ -40,10 +40,11 @@ class EmuDeviceMmu final : public DeviceMmu {
   // access (a host block: the CPU, with its CPU view). The entry takes over the reference the
   // caller holds on `object` (on failure it stays the caller's). No granule rule: a block is
   // whole host pages from a 2 MiB aligned va, alone in its words. unmap() and set_access() do not
-  // reach blocks; unmap_block() does, with the exact start, and drops the reference.
+  // reach blocks; unmap_block() does, with the exact start, and drops the reference; *kind (if
+  // given) gets the block's kind and *size its size, so that its range can go back to its window.
   Result map_block(uint64_t va, uint64_t size, EmuPhysical* object, AddressInfo::Kind kind,
                    uint32_t page_size);
-  Result unmap_block(uint64_t va);
+  Result unmap_block(uint64_t va, AddressInfo::Kind* kind = nullptr, uint64_t* size = nullptr);
 
   // Mappings and blocks in the page table.
   size_t live_mappings() const { return table_.live(); }

@@ -2,6 +2,7 @@
 
 #include <cerrno>
 #include <new>
+#include <utility>
 
 #include "drivers/result_text.h"
 
@@ -31,12 +32,13 @@ EmuDeviceBackend::EmuDeviceBackend(const EmulationOptions& options, BackendListe
       ledger_(listener, options.device_count, options.device_memory, host_.memory_total()),
       capabilities_(capabilities_of(host_)),
       devices_(options, ledger_, host_),
+      windows_(listener),
       physical_(ledger_, listener, options.device_count, host_.numa_node_count(),
                 capabilities_.giant_page != 0),
-      legacy_(ledger_),
+      legacy_(ledger_, windows_),
       sharing_(listener, share_transport_, options.device_count, options.visible_devices),
       mmu_(listener, options.host_access_open),
-      blocks_(physical_, mmu_, options.device_count),
+      blocks_(physical_, mmu_, windows_, options.device_count),
       copy_engine_(mmu_.page_table(), &listener) {
   physical_.end_exports_through(&sharing_);
 }
@@ -50,7 +52,11 @@ Result EmuDeviceBackend::open(const BackendOptions& options, BackendListener& li
   }
   auto* backend = new (std::nothrow) EmuDeviceBackend(emulation, listener);
   if (backend == nullptr) return Result::from_errno(ENOMEM);
-  out->reset(backend);
+  std::unique_ptr<DeviceBackend> owned(backend);
+  // The windows are final when open returns (device_backend.h): claimed now by the process's
+  // first backend.
+  if (Result r = backend->windows_.open(); !r.ok()) return r;
+  *out = std::move(owned);
   return Result::success();
 }
 

@@ -3,16 +3,19 @@
 // (drivers/host/), physical memory (physical_allocator.h) over today's emu modules, the
 // device MMU with its page table and CPU views (device_mmu.h, step 2), blocks (blocks.h,
 // step 2b), sharing (sharing/, step 5: share ids, endpoints, listener, whitelist), the copy
-// engine's synchronous form (copy_engine.h, step 3); every
+// engine's synchronous form (copy_engine.h, step 3), the address windows (windows.h, step 7:
+// claimed once per process, shared by its backends); every
 // other unit answers kNotSupported until its migration step gives it one (unsupported_units.h),
 // and the capabilities claim nothing of those.
 //
 // Options: EmulationOptions; device_count 1..kMaxDevices and device_memory > 0 (the core
 // resolves the SoC's size), else kInvalidArgument. The host's capacity is its MemTotal.
 //
-// Threading and fork: every unit but sharing is lock-free; the fork hooks are sharing's (its lock
-// held across fork, the parent's endpoints and listener dropped in the child); a forked child's
-// new backend has nothing of the parent's to give back yet (windows come in step 7).
+// Threading and fork: every unit but sharing and the windows' free lists is lock-free; the fork
+// hooks hold sharing's lock and the windows' across fork (in that order), the parent's endpoints
+// and listener are dropped in the child; release_inherited() gives back the windows and no-UC
+// ranges the child inherited (windows.h), so that the child's new backend claims them afresh
+// where the parent had them.
 #pragma once
 
 #include <memory>
@@ -26,6 +29,7 @@
 #include "drivers/emu/device/devices.h"
 #include "drivers/emu/device/legacy_bridge.h"
 #include "drivers/emu/device/physical_allocator.h"
+#include "drivers/emu/device/windows.h"
 #include "drivers/emu/sharing/transport.h"
 #include "drivers/emu/sharing/emu_sharing.h"
 #include "drivers/host/posix_host_services.h"
@@ -43,6 +47,7 @@ class EmuDeviceBackend final : public PartialBackend {
   const Capabilities& capabilities() const override { return capabilities_; }
 
   DeviceManager& devices() override { return devices_; }
+  AddressWindows& windows() override { return windows_; }
   PhysicalAllocator& physical() override { return physical_; }
   DeviceMmu& mmu() override { return mmu_; }
   Sharing& sharing() override { return sharing_; }
@@ -52,9 +57,19 @@ class EmuDeviceBackend final : public PartialBackend {
 
   std::string describe(Result result) const override;
   void visit_statistics(StatisticsVisitor& visitor) const override;
-  void prepare_fork() override { sharing_.prepare_fork(); }
-  void after_fork_parent() override { sharing_.after_fork_parent(); }
-  void after_fork_child() override { sharing_.after_fork_child(); }
+  void prepare_fork() override {
+    sharing_.prepare_fork();
+    EmuWindows::prepare_fork();
+  }
+  void after_fork_parent() override {
+    EmuWindows::after_fork();
+    sharing_.after_fork_parent();
+  }
+  void after_fork_child() override {
+    EmuWindows::after_fork();
+    sharing_.after_fork_child();
+  }
+  void release_inherited() override { EmuWindows::release_inherited(); }
   LegacyMemory* legacy_memory() override { return &legacy_; }
 
   // Test hooks: mappings in the page table, live exports.
@@ -68,6 +83,7 @@ class EmuDeviceBackend final : public PartialBackend {
   CapacityLedger ledger_;
   Capabilities capabilities_;
   EmuDevices devices_;
+  EmuWindows windows_;  // before the units that place ranges in them
   EmuPhysicalAllocator physical_;
   EmuLegacyBridge legacy_;
   drv::emu::UnixShareTransport share_transport_;

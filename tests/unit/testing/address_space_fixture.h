@@ -1,5 +1,5 @@
-// An AddressSpace as a runtime start leaves it: windows claimed through a drv::Backend that gives
-// them back at the end, and an emu device backend attached (its MMU and blocks).
+// An AddressSpace as a runtime start leaves it: the old seam (a drv::Backend) attached, and an emu
+// device backend attached (its windows, MMU and blocks).
 #pragma once
 
 #include <gtest/gtest.h>
@@ -18,7 +18,7 @@ class AddressSpaceOverDevice : public ::testing::Test {
     backend_ = std::make_unique<WindowReleasingBackend>();
     ASSERT_TRUE(backend_->ok());
     as_ = std::make_unique<AddressSpace>();
-    ASSERT_TRUE(as_->claim_windows(backend_.get()).ok());
+    as_->attach_driver(backend_.get());
     device_ = open_test_device();
     as_->attach_device(device_);
   }

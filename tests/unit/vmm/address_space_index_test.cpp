@@ -5,8 +5,10 @@
 // before and after unmaps, removals and clear(). A third space whose table allocation fails
 // through failure injection ("drv.allocate_table") must agree as well.
 //
-// Both spaces live in one process at once: the second one's windows are placed elsewhere by
-// claim_window (as under a sanitizer), so addresses are compared as offsets into their window.
+// The spaces share the emu backend's windows (one claim per process, drivers/emu/device/
+// windows.h), so they run their scenarios one after the other: the second starts from the free
+// ranges the first gave back at its clear() and gets the same addresses; each phase's answers
+// are recorded and compared.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -86,12 +88,14 @@ Space make_space(bool give_table, bool wrap_in_injection = false) {
   s.probe = be.get();
   s.backend = wrap_in_injection ? with_injection(std::move(be)) : std::move(be);
   s.as = std::make_unique<AddressSpace>();
-  Status st = s.as->claim_windows(s.backend.get());
-  EXPECT_TRUE(st.ok()) << st.code() << " " << st.message();
+  s.as->attach_driver(s.backend.get());
   s.device = testing::open_test_device();
   s.as->attach_device(s.device);
-  s.svm = s.probe->window(kSvmSize);
-  s.host = s.probe->window(kHostSize);
+  const dev::WindowLayout& layout = s.device->windows().layout();
+  EXPECT_EQ(layout.device.size, kSvmSize);
+  EXPECT_EQ(layout.host_pinned.size, kHostSize);
+  s.svm = layout.device.base;
+  s.host = layout.host_pinned.base;
   EXPECT_NE(s.svm, 0u);
   EXPECT_NE(s.host, 0u);
   return s;
@@ -219,17 +223,21 @@ Scenario build(Space& s) {
   return c;
 }
 
-// Every probe answers the same in both spaces (and is the same address, relative to its window).
-void expect_same_answers(const Space& a, const Scenario& ca, const Space& b, const Scenario& cb,
-                         const char* phase) {
-  ASSERT_EQ(ca.probes.size(), cb.probes.size());
+// What a space answers at every probe of its scenario.
+std::vector<std::string> answers(const Space& s, const Scenario& c) {
+  std::vector<std::string> out;
+  for (uint64_t p : c.probes) out.push_back(s.where(p) + ": " + answer(s, p));
+  return out;
+}
+
+// Every probe answers the same in both spaces (and is the same address).
+void expect_same_answers(const std::vector<std::string>& indexed,
+                         const std::vector<std::string>& trees, const char* phase) {
+  ASSERT_EQ(indexed.size(), trees.size()) << phase;
   int differ = 0;
-  for (size_t i = 0; i < ca.probes.size(); ++i) {
-    ASSERT_EQ(a.where(ca.probes[i]), b.where(cb.probes[i])) << "the scenarios diverged at probe " << i;
-    const std::string x = answer(a, ca.probes[i]), y = answer(b, cb.probes[i]);
-    if (x != y && ++differ <= 20) {
-      ADD_FAILURE() << phase << ": " << a.where(ca.probes[i]) << "\n  indexed: " << x
-                    << "\n  trees:   " << y;
+  for (size_t i = 0; i < indexed.size(); ++i) {
+    if (indexed[i] != trees[i] && ++differ <= 20) {
+      ADD_FAILURE() << phase << ":\n  indexed: " << indexed[i] << "\n  trees:   " << trees[i];
     }
   }
   EXPECT_EQ(differ, 0) << phase;
@@ -271,7 +279,7 @@ class AddressSpaceIndex : public ::testing::Test {
 };
 
 TEST_F(AddressSpaceIndex, QueriesAgreeWithAndWithoutTheIndex) {
-  Scenario a = build(indexed_), b = build(trees_);
+  Scenario a = build(indexed_);
   ASSERT_FALSE(HasFailure());
   // The index really answers: the mapped and malloc'ed chunks hold entries; gaps and partial
   // last chunks do not.
@@ -284,25 +292,33 @@ TEST_F(AddressSpaceIndex, QueriesAgreeWithAndWithoutTheIndex) {
   EXPECT_NE(indexed_.index_word(a.m_big + kGiB), 0u);
   EXPECT_EQ(indexed_.index_word(a.m_big + kGiB + 2 * kMiB), 0u);
   EXPECT_EQ(indexed_.index_word(a.r_dev64), 0u);              // device 64: trees only
-  expect_same_answers(indexed_, a, trees_, b, "after mapping");
+  const std::vector<std::string> a_mapped = answers(indexed_, a);
 
   change(indexed_, a);
-  change(trees_, b);
   ASSERT_FALSE(HasFailure());
   EXPECT_EQ(indexed_.index_word(a.r_small), 0u);  // unmapped
   EXPECT_EQ(indexed_.index_word(a.r_multi), 0u);
   EXPECT_NE(indexed_.index_word(a.r_multi + 6 * kMiB), 0u);
-  expect_same_answers(indexed_, a, trees_, b, "after unmap and removal");
+  const std::vector<std::string> a_changed = answers(indexed_, a);
 
   // clear() (aclFinalize) drops everything; no entry may survive it.
   indexed_.as->clear();
-  trees_.as->clear();
   for (uint64_t p : a.probes) {
     if (p - indexed_.svm < kSvmSize) {
       EXPECT_EQ(indexed_.index_word(p), 0u) << indexed_.where(p);
     }
   }
-  expect_same_answers(indexed_, a, trees_, b, "after clear");
+  const std::vector<std::string> a_cleared = answers(indexed_, a);
+
+  Scenario b = build(trees_);
+  ASSERT_FALSE(HasFailure());
+  ASSERT_EQ(a_mapped.size(), b.probes.size());
+  expect_same_answers(a_mapped, answers(trees_, b), "after mapping");
+  change(trees_, b);
+  ASSERT_FALSE(HasFailure());
+  expect_same_answers(a_changed, answers(trees_, b), "after unmap and removal");
+  trees_.as->clear();
+  expect_same_answers(a_cleared, answers(trees_, b), "after clear");
 }
 
 // A failed table allocation (injection step drv.allocate_table) leaves the space on its trees, with
@@ -315,9 +331,13 @@ TEST_F(AddressSpaceIndex, FailedTableAllocationAnswersTheSame) {
   EXPECT_EQ(left, 0u) << "the injection step was not consulted";
   EXPECT_EQ(failed.probe->table_requests(), 0) << "the allocation went past the failed step";
   EXPECT_EQ(failed.probe->table(), nullptr);
-  Scenario a = build(indexed_), f = build(failed);
+  Scenario a = build(indexed_);
   ASSERT_FALSE(HasFailure());
-  expect_same_answers(indexed_, a, failed, f, "failed table");
+  const std::vector<std::string> indexed = answers(indexed_, a);
+  indexed_.as->clear();
+  Scenario f = build(failed);
+  ASSERT_FALSE(HasFailure());
+  expect_same_answers(indexed, answers(failed, f), "failed table");
   failed.as->clear();
   failed.as.reset();
   failed.backend.reset();

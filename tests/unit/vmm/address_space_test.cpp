@@ -62,9 +62,7 @@ class AddressSpaceTest : public ::testing::Test {
     backend_ = std::make_unique<WindowReleasingBackend>();
     ASSERT_TRUE(backend_->ok()) << "no emu backend";
     as_ = std::make_unique<AddressSpace>();
-    Status st = as_->claim_windows(backend_.get());
-    ASSERT_TRUE(st.ok()) << st.code() << " " << st.message();
-    ASSERT_EQ(backend_->windows_claimed(), 3u);
+    as_->attach_driver(backend_.get());
     attach_device(false);
   }
   void TearDown() override {
@@ -117,55 +115,20 @@ class AddressSpaceTest : public ::testing::Test {
 // ---------------------------------------------------------------------------------------------
 // Windows
 
-TEST_F(AddressSpaceTest, ClaimWindowsTwiceIsANoOp) {
-  Status st = as_->claim_windows(backend_.get());
-  EXPECT_TRUE(st.ok()) << st.message();
-  EXPECT_EQ(backend_->windows_claimed(), 3u);
-}
-
-// A forked child's runtime claims its windows where the parent's were (which, under a sanitizer,
-// are wherever the kernel put them), not wherever the kernel puts them this time.
-TEST_F(AddressSpaceTest, ClaimWindowsTakesTheInheritedPlacesFirst) {
-  // Free, GiB-aligned places of each window's size, none of them the vendor's address.
-  auto free_place = [](uint64_t size) {
-    void* p = mmap(nullptr, size + kGiB, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
-                   -1, 0);
-    EXPECT_NE(p, MAP_FAILED);
-    munmap(p, size + kGiB);
-    return (addr(p) + kGiB - 1) / kGiB * kGiB;
-  };
-  std::vector<std::pair<uint64_t, uint64_t>> mine = backend_->windows();
-  std::sort(mine.begin(), mine.end(), [](auto& a, auto& b) { return a.second < b.second; });
-  ASSERT_EQ(mine.size(), 3u);
-  WindowPlaces places;
-  places.host = free_place(mine[0].second);
-  void* hold = mmap(ptr(places.host), mine[0].second, PROT_NONE,
-                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
-  ASSERT_EQ(addr(hold), places.host);  // kept, so that the next place is another one
-  places.uvm = free_place(mine[1].second);
-  hold = mmap(ptr(places.uvm), mine[1].second, PROT_NONE,
-              MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
-  ASSERT_EQ(addr(hold), places.uvm);
-  places.svm = free_place(mine[2].second);
-  munmap(ptr(places.host), mine[0].second);
-  munmap(ptr(places.uvm), mine[1].second);
-
-  WindowReleasingBackend other;
-  AddressSpace child;
-  Status st = child.claim_windows(&other, places);
-  ASSERT_TRUE(st.ok()) << st.message();
-  EXPECT_EQ(other.window(mine[0].second), places.host);
-  EXPECT_EQ(other.window(mine[1].second), places.uvm);
-  EXPECT_EQ(other.window(mine[2].second), places.svm);
-  EXPECT_EQ(child.uvm_window(), places.uvm);
-}
+// The windows are the device backend's (drivers/emu/device/windows.h): claiming them, once per
+// process and where a forked child's parent had them, is tested there
+// (tests/unit/drivers/emu/device/windows_test.cpp).
 
 TEST_F(AddressSpaceTest, WindowSizesAndReservationsInTheGeneralPart) {
   // Host pinned 1 TiB, managed 3 TiB, device 8 TiB (emulation.md section 3); they may have been
   // moved, so only sizes and relative placement are checked.
-  std::vector<std::pair<uint64_t, uint64_t>> w = backend_->windows();
-  ASSERT_EQ(w.size(), 3u);
+  const dev::WindowLayout& layout = device_->windows().layout();
+  std::vector<std::pair<uint64_t, uint64_t>> w = {
+      {layout.host_pinned.base, layout.host_pinned.size},
+      {layout.managed.base, layout.managed.size},
+      {layout.device.base, layout.device.size}};
   std::sort(w.begin(), w.end(), [](auto& a, auto& b) { return a.second < b.second; });
+  EXPECT_EQ(as_->uvm_window(), layout.managed.base);
   EXPECT_EQ(w[0].second, 1 * kTiB);
   EXPECT_EQ(w[1].second, 3 * kTiB);
   EXPECT_EQ(w[2].second, 8 * kTiB);

@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "base/status.h"
+#include "unit/testing/test_device.h"
 #include "unit/testing/window_releasing_backend.h"
 #include "vmm/address_space.h"
 #include "vmm/device_directory.h"
@@ -37,13 +38,12 @@ class TwoDevices final : public DeviceDirectory {
 TEST(ManagedMemoryDevices, ChargesGoToTheDirectorysPools) {
   WindowReleasingBackend backend;
   ASSERT_TRUE(backend.ok()) << "no emu backend";
-  auto space = std::make_unique<AddressSpace>();
-  Status claimed = space->claim_windows(&backend);
-  ASSERT_TRUE(claimed.ok()) << claimed.message();
+  std::shared_ptr<dev::DeviceBackend> device = testing::open_test_device();
+  ASSERT_NE(device, nullptr);
   TwoDevices devices;
   {
     ManagedMemory managed(devices);
-    managed.attach(&backend, space->uvm_window(), space->uvm_window_size());
+    managed.attach(&backend, device->windows().layout().managed, device->legacy_memory());
     auto va = managed.allocate(2 * kManagedPage);
     ASSERT_TRUE(va.ok()) << va.status().message();
     EXPECT_EQ(devices.pools[0]->used(), 0u);
@@ -62,7 +62,6 @@ TEST(ManagedMemoryDevices, ChargesGoToTheDirectorysPools) {
     EXPECT_EQ(devices.pools[0]->used(), 0u);
     EXPECT_EQ(devices.pools[1]->used(), 0u);
   }
-  space.reset();
 }
 
 }  // namespace

@@ -70,14 +70,12 @@ class StandInRuntime final : public RuntimeServices {
   drv::Backend& backend_;
 };
 
-// The operations' pieces over a claimed address space, as a Runtime holds them.
+// The operations' pieces over an address space with its device backend, as a Runtime holds them.
 class VmmOverStandIn : public ::testing::Test {
  protected:
   void SetUp() override {
     ASSERT_TRUE(backend_.ok()) << "no emu backend";
-    Status claimed = space_->claim_windows(&backend_);
-    ASSERT_TRUE(claimed.ok()) << claimed.message();
-    managed_.attach(&backend_, space_->uvm_window(), space_->uvm_window_size());
+    space_->attach_driver(&backend_);
     // aclrtMalloc blocks come from the device backend (BlockAllocator): two devices of the
     // pools' size.
     attach_device(64 * kMiB);
@@ -93,6 +91,9 @@ class VmmOverStandIn : public ::testing::Test {
     connect_pools(*device, {rt_.pools[0], rt_.pools[1]}, rt_.host);
     space_->attach_device(*device);
     rt_.device_backend = *device;  // copies run on the backend that maps, as in a runtime
+    // The managed window and its ranges are the device backend's too (until step 6, through
+    // its LegacyMemory).
+    managed_.attach(&backend_, (*device)->windows().layout().managed, (*device)->legacy_memory());
   }
   void TearDown() override {
     vmm_.reset();

@@ -18,6 +18,7 @@
 #include "drivers/emu/device/device_mmu.h"
 #include "drivers/emu/device/physical_allocator.h"
 #include "drivers/emu/device/physical_object.h"
+#include "drivers/emu/device/windows.h"
 #include "drivers/injection_steps.h"
 #include "unit/testing/cpu_probe.h"
 #include "unit/testing/recording_listener.h"
@@ -38,27 +39,36 @@ size_t open_descriptors() {
 
 class EmuBlocksTest : public ::testing::Test {
  protected:
-  void SetUp() override { ASSERT_EQ(drv::emu::claim_window(0, kGiB, kGiB, &va_), 0); }
-  void TearDown() override { (void)drv::emu::release_window(va_, kGiB); }
-  BlockRequest request(BlockKind kind, uint64_t size) const {
+  // The process's windows (windows.h); va_ is where the next host block goes (first fit: a
+  // block freed again leaves it free).
+  void SetUp() override {
+    ASSERT_TRUE(windows_.open().ok());
+    EmuDeviceMmu mmu(listener_, false);
+    EmuBlocks blocks(physical_, mmu, windows_, 2);
+    Block block;
+    ASSERT_TRUE(blocks.allocate(request(BlockKind::kHostPinned, 4096), &block).ok());
+    va_ = block.address;
+    ASSERT_TRUE(blocks.free(va_).ok());
+  }
+  static BlockRequest request(BlockKind kind, uint64_t size) {
     BlockRequest r;
     r.kind = kind;
     r.device = kind == BlockKind::kDevice ? 0 : kNoDevice;
     r.size = size;
     r.page_type = PageType::kNormal;
-    r.address = va_;
     return r;
   }
 
   uint64_t va_ = 0;
   testing::RecordingListener listener_;
+  EmuWindows windows_{listener_};
   CapacityLedger ledger_{listener_, 2, 16 * kMiB, 16 * kMiB};
   EmuPhysicalAllocator physical_{ledger_, listener_, 2, 0, true};
 };
 
 TEST_F(EmuBlocksTest, EveryInnerStepFailsWithoutATrace) {
   EmuDeviceMmu mmu(listener_, false);
-  EmuBlocks blocks(physical_, mmu, 2);
+  EmuBlocks blocks(physical_, mmu, windows_, 2);
   const size_t fds = open_descriptors();
   struct Case {
     const char* step;
@@ -82,9 +92,10 @@ TEST_F(EmuBlocksTest, EveryInnerStepFailsWithoutATrace) {
 
 TEST_F(EmuBlocksTest, AHostBlockIsCpuMemoryAndStaysWhileItsCpuViewCannotGo) {
   EmuDeviceMmu mmu(listener_, false);
-  EmuBlocks blocks(physical_, mmu, 2);
+  EmuBlocks blocks(physical_, mmu, windows_, 2);
   Block block;
   ASSERT_TRUE(blocks.allocate(request(BlockKind::kHostPinned, 8192), &block).ok());
+  ASSERT_EQ(block.address, va_);
   std::memset(reinterpret_cast<void*>(va_), 0x6b, 8192);
   char byte = 0;
   ASSERT_EQ(EmuPhysical::from_id(block.memory)->memory().read(8191, &byte, 1), 0);
@@ -103,12 +114,12 @@ TEST_F(EmuBlocksTest, DeviceBlocksAreCpuVisibleOnlyInOpenMode) {
   for (const bool open : {false, true}) {
     SCOPED_TRACE(open ? "open" : "not open");
     EmuDeviceMmu mmu(listener_, open);
-    EmuBlocks blocks(physical_, mmu, 2);
+    EmuBlocks blocks(physical_, mmu, windows_, 2);
     Block block;
     ASSERT_TRUE(blocks.allocate(request(BlockKind::kDevice, 4096), &block).ok());
-    EXPECT_EQ(cpu_read_faults(va_), !open);
-    ASSERT_TRUE(blocks.free(va_).ok());
-    EXPECT_TRUE(cpu_read_faults(va_));
+    EXPECT_EQ(cpu_read_faults(block.address), !open);
+    ASSERT_TRUE(blocks.free(block.address).ok());
+    EXPECT_TRUE(cpu_read_faults(block.address));
   }
 }
 
@@ -116,7 +127,7 @@ TEST_F(EmuBlocksTest, TheMmuLetsGoOfBlocksLeftAtItsEnd) {
   listener_.clear_usage();
   {
     EmuDeviceMmu mmu(listener_, false);
-    EmuBlocks blocks(physical_, mmu, 2);
+    EmuBlocks blocks(physical_, mmu, windows_, 2);
     Block block;
     ASSERT_TRUE(blocks.allocate(request(BlockKind::kHostPinned, 4096), &block).ok());
     EXPECT_EQ(listener_.usage_sum(kNoDevice), 4096);

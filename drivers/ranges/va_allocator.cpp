@@ -1,6 +1,8 @@
-#include "vmm/va_allocator.h"
+#include "drivers/ranges/va_allocator.h"
 
-namespace aclvmm {
+#include <iterator>
+
+namespace aclvmm::dev {
 
 void VaAllocator::reset(uint64_t base, uint64_t end) {
   base_ = base;
@@ -50,4 +52,4 @@ void VaAllocator::free(uint64_t addr, uint64_t size) {
   free_[start] = end;
 }
 
-}  // namespace aclvmm
+}  // namespace aclvmm::dev

@@ -7,9 +7,9 @@
 #include <numeric>
 #include <vector>
 
-#include "vmm/va_allocator.h"
+#include "drivers/ranges/va_allocator.h"
 
-namespace aclvmm {
+namespace aclvmm::dev {
 namespace {
 
 constexpr uint64_t kKiB = 1ull << 10;
@@ -257,4 +257,4 @@ TEST(VaAllocator, ResetForgetsAllocations) {
 }
 
 }  // namespace
-}  // namespace aclvmm
+}  // namespace aclvmm::dev

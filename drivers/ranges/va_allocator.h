@@ -1,11 +1,16 @@
 // VaAllocator: hands out virtual ranges of one address window (first fit, coalescing frees).
-// The window itself is claimed from the kernel once; this only does the bookkeeping.
+// The window itself is claimed by the backend (emu: from the kernel, once per process; fake:
+// numbers); this only does the bookkeeping, shared by the software backends' AddressWindows and
+// blocks (drivers/emu/device/windows.*, drivers/fake/fake_windows.*).
+//
+// Threading: none of its own; its users serialise (address_windows.h: the core calls reserve and
+// release under its region-tree writer lock).
 #pragma once
 
 #include <cstdint>
 #include <map>
 
-namespace aclvmm {
+namespace aclvmm::dev {
 
 class VaAllocator {
  public:
@@ -24,4 +29,4 @@ class VaAllocator {
   std::map<uint64_t, uint64_t> free_;  // start -> end of each free range
 };
 
-}  // namespace aclvmm
+}  // namespace aclvmm::dev
