@@ -44,6 +44,15 @@
 //   child's new backend calls once at its own open, on the abandoned one: it gives back the
 //   address space the parent claimed (windows, no-UC ranges and the mappings in them), which in
 //   the child is the child's own.
+// - Fork, process-wide state (prepare_fork_process() and its two partners, below): what the
+//   backends of a process share between their instances (emu: the record of its address
+//   windows) is held across fork by the core's handler whether or not the core has a backend
+//   open at that moment: a fork while another thread is inside open_device_backend() (its
+//   backend not yet the core's) must not leave the child a record locked by a thread it does
+//   not have. The core calls prepare_fork_process() after the open backend's prepare_fork() and
+//   before its own leaf locks. In the child the record is marked inherited: the next backend
+//   opened there gives back the parent's address space first (as release_inherited() does),
+//   even when no backend was open at the fork to be called.
 // - Destruction: the backend ends its threads and releases what is left (queues, managed ranges,
 //   exports). Never called on an object abandoned in a forked child.
 //
@@ -135,6 +144,12 @@ class DeviceBackend {
   // backend without drv objects. Not a unit: it goes with drivers/driver.h in step 9.
   virtual LegacyMemory* legacy_memory() { return nullptr; }
 };
+
+// The process-wide fork hooks (see "Fork, process-wide state" above), for every backend this
+// library is built with.
+void prepare_fork_process();
+void after_fork_process_parent();
+void after_fork_process_child();
 
 // `listener` must outlive the backend. *out is set only on success.
 Result open_device_backend(const std::string& name, const BackendOptions& options,

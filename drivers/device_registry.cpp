@@ -9,9 +9,14 @@
 
 #include "drivers/device_backend.h"
 #include "drivers/emu/device/emu_device_backend.h"
+#include "drivers/emu/device/windows.h"
 #include "drivers/injection/injecting_backend.h"
 
 namespace aclvmm::dev {
+
+void prepare_fork_process() { emu::EmuWindows::prepare_fork(); }
+void after_fork_process_parent() { emu::EmuWindows::after_fork_parent(); }
+void after_fork_process_child() { emu::EmuWindows::after_fork_child(); }
 
 Result open_device_backend(const std::string& name, const BackendOptions& options,
                            BackendListener* listener, std::unique_ptr<DeviceBackend>* out) {

@@ -15,12 +15,15 @@
 // the others in order of registration. ShareService registers its own handler at the runtime's
 // first start, after this one (registered with the first Runtime), so before fork:
 //   1. ShareService's lock (its handler: the child must not keep the parent's endpoints);
-//   2. the device backend's locks (DeviceBackend::prepare_fork; among them emu's record of its
-//      windows and no-UC claims, so that the child finds it whole; its code calls the listener,
-//      so the leaf locks below come after it), whose after_fork_child abandons what the parent's
-//      threads hold; the new runtime's first start calls release_inherited on it, which gives
-//      back the windows and no-UC ranges (and every mapping in them) before the new backend
-//      claims the windows again where they were;
+//   2. the device backend's locks (DeviceBackend::prepare_fork), whose after_fork_child abandons
+//      what the parent's threads hold; then the backends' process-wide state
+//      (dev::prepare_fork_process: emu's record of its windows and no-UC claims, so that the
+//      child finds it whole), taken whether or not a backend is open: another thread may be
+//      inside a start's open_device, its backend not yet ours, holding it. Their code calls the
+//      listener, so the leaf locks below come after them. The new runtime's first start calls
+//      release_inherited on the abandoned backend, and the first backend opened in the child
+//      gives back what is left of the parent's windows and no-UC ranges (and every mapping in
+//      them) before it claims the windows again where they were;
 //   3. the leaf locks, in this order: failure injection, the trace, the log and its clock. Code
 //      takes them under the locks above (a backend step claiming a range checks its injection
 //      rules, window claims and the listener log), never the other way round, and takes nothing
@@ -42,6 +45,7 @@ namespace aclvmm {
 
 void Runtime::fork_prepare() {
   if (get().device_) get().device_->prepare_fork();
+  dev::prepare_fork_process();
   injection_hold_for_fork();
   trace::hold_for_fork();
   log::hold_for_fork();
@@ -51,6 +55,7 @@ void Runtime::fork_parent() {
   log::release_after_fork(false);
   trace::release_after_fork();
   injection_release_after_fork();
+  dev::after_fork_process_parent();
   if (get().device_) get().device_->after_fork_parent();
 }
 
@@ -58,6 +63,7 @@ void Runtime::fork_child() {
   log::release_after_fork(true);
   trace::release_after_fork();
   injection_release_after_fork();
+  dev::after_fork_process_child();
   if (get().device_) get().device_->after_fork_child();
   replace_in_forked_child();
 }

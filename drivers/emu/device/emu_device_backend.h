@@ -57,18 +57,10 @@ class EmuDeviceBackend final : public PartialBackend {
 
   std::string describe(Result result) const override;
   void visit_statistics(StatisticsVisitor& visitor) const override;
-  void prepare_fork() override {
-    sharing_.prepare_fork();
-    EmuWindows::prepare_fork();
-  }
-  void after_fork_parent() override {
-    EmuWindows::after_fork();
-    sharing_.after_fork_parent();
-  }
-  void after_fork_child() override {
-    EmuWindows::after_fork();
-    sharing_.after_fork_child();
-  }
+  // The windows are process-wide: dev::prepare_fork_process() holds them across fork.
+  void prepare_fork() override { sharing_.prepare_fork(); }
+  void after_fork_parent() override { sharing_.after_fork_parent(); }
+  void after_fork_child() override { sharing_.after_fork_child(); }
   void release_inherited() override { EmuWindows::release_inherited(); }
   LegacyMemory* legacy_memory() override { return &legacy_; }
 

@@ -35,6 +35,7 @@ struct ProcessWindows {
   bool claimed = false;
   WindowLayout layout;
   VaRange inherited[3];  // a forked child: where the parent's windows were (host, managed, device)
+  bool forked = false;   // a forked child whose claimed windows are still the parent's
   VaAllocator host, managed, general;
   std::map<uint64_t, uint64_t> no_uc;  // base -> size of each no-UC placeholder
 };
@@ -122,11 +123,29 @@ Result claim(ProcessWindows& p, BackendListener& listener, const InjectionGate& 
   return Result::success();
 }
 
+// Gives the parent's windows back in a forked child (p.mu held) and remembers where they were.
+void release_inherited_locked(ProcessWindows& p) {
+  p.forked = false;
+  if (!p.claimed) return;  // never claimed, or already given back by another abandoned backend
+  for (const auto& [base, size] : p.no_uc) (void)drv::emu::release_window(base, size);
+  p.no_uc.clear();
+  const VaRange windows[] = {p.layout.host_pinned, p.layout.managed, p.layout.device};
+  for (size_t i = 0; i < 3; ++i) {
+    (void)drv::emu::release_window(windows[i].base, windows[i].size);
+    p.inherited[i] = windows[i];
+  }
+  p.layout = WindowLayout{};
+  reset_free_lists(p);
+  p.claimed = false;
+}
+
 }  // namespace
 
 Result EmuWindows::open() {
   ProcessWindows& p = process();
   std::lock_guard lock(p.mu);
+  // The first open in a forked child that had no backend to call release_inherited on.
+  if (p.forked) release_inherited_locked(p);
   if (!p.claimed) {
     if (Result r = claim(p, listener_, gate_); !r.ok()) return r;
   }
@@ -237,22 +256,17 @@ void EmuWindows::free_managed(uint64_t address, uint64_t size) {
 }
 
 void EmuWindows::prepare_fork() { process().mu.lock(); }
-void EmuWindows::after_fork() { process().mu.unlock(); }
+void EmuWindows::after_fork_parent() { process().mu.unlock(); }
+void EmuWindows::after_fork_child() {
+  ProcessWindows& p = process();
+  p.forked = p.claimed;
+  p.mu.unlock();
+}
 
 void EmuWindows::release_inherited() {
   ProcessWindows& p = process();
   std::lock_guard lock(p.mu);
-  if (!p.claimed) return;  // never claimed, or already given back by another abandoned backend
-  for (const auto& [base, size] : p.no_uc) (void)drv::emu::release_window(base, size);
-  p.no_uc.clear();
-  const VaRange windows[] = {p.layout.host_pinned, p.layout.managed, p.layout.device};
-  for (size_t i = 0; i < 3; ++i) {
-    (void)drv::emu::release_window(windows[i].base, windows[i].size);
-    p.inherited[i] = windows[i];
-  }
-  p.layout = WindowLayout{};
-  reset_free_lists(p);
-  p.claimed = false;
+  release_inherited_locked(p);
 }
 
 }  // namespace aclvmm::dev::emu

@@ -26,14 +26,16 @@
 //
 // Fork: a child inherits the windows and everything mapped in them. release_inherited() (on the
 // abandoned backend, before the child's new backend opens) gives back the no-UC placeholders and
-// the windows, and with them every mapping inside, and remembers where the windows were: the
-// next open claims them there first, so an address of the parent's means the same window in the
+// the windows, and with them every mapping inside, and remembers where the windows were; the
+// first open in the child does the same itself when no backend was there to be called (the
+// record is marked inherited in the child). The next claim then puts them there first, so an address of the parent's means the same window in the
 // child even where the kernel had placed them (under a sanitizer a second placement need not land
 // in the same spot).
 //
 // Threading: one process-wide mutex around the free lists and the claims (the core serialises
 // its own calls, address_windows.h, but several backends of a process share them); it is held
-// across fork (prepare_fork .. after_fork) so that a child finds the record whole. The listener
+// across fork (prepare_fork .. after_fork_*, called through dev::prepare_fork_process() by the
+// core's handler whether or not a backend is open) so that a child finds the record whole. The listener
 // is called under it (a leaf: log and injection rules), never the other way round.
 #pragma once
 
@@ -66,7 +68,8 @@ class EmuWindows final : public AddressWindows {
 
   // The process-wide lock across fork, and the child's release (see above).
   static void prepare_fork();
-  static void after_fork();
+  static void after_fork_parent();
+  static void after_fork_child();
   static void release_inherited();
 
  private:

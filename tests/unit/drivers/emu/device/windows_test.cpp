@@ -58,10 +58,10 @@ int in_child(Body body) {
   EmuWindows::prepare_fork();
   const pid_t child = ::fork();
   if (child == 0) {
-    EmuWindows::after_fork();
+    EmuWindows::after_fork_child();
     ::_exit(body());
   }
-  EmuWindows::after_fork();
+  EmuWindows::after_fork_parent();
   int status = 0;
   if (child < 0 || ::waitpid(child, &status, 0) != child || !WIFEXITED(status)) return 100;
   return WEXITSTATUS(status);
@@ -144,6 +144,36 @@ TEST(EmuWindows, AForkedChildClaimsTheWindowsWhereItsParentHadThem) {
   EXPECT_EQ(status, 0) << "1: not given back; 2: could not hold the places; 3/5: no claim; "
                           "4: not moved; 6: the grandchild claimed elsewhere";
   EXPECT_TRUE(same_places(process_layout(), original)) << "the parent's windows stay";
+}
+
+// A child forked while no backend was open (the runtime between aclFinalize and aclInit, or
+// another thread inside its start's open) has no abandoned backend to call release_inherited on:
+// its first open gives back the parent's windows itself, with the parent's reservations, and
+// claims them again at their places. Before, it went on with the parent's record, every range
+// the parent had taken still taken.
+TEST(EmuWindows, AChildsFirstOpenGivesBackWhatNoBackendReleased) {
+  testing::RecordingListener listener;
+  EmuWindows parent(listener);
+  ASSERT_TRUE(parent.open().ok());
+  const WindowLayout original = parent.layout();
+  ReserveRequest r;
+  r.size = 2 * kMiB;
+  r.alignment = 2 * kMiB;
+  uint64_t taken = 0;
+  ASSERT_TRUE(parent.reserve(r, &taken).ok());
+  const int status = in_child([&] {
+    testing::RecordingListener mine;
+    EmuWindows fresh(mine);
+    if (!fresh.open().ok()) return 1;
+    if (!same_places(fresh.layout(), original)) return 2;
+    ReserveRequest again = r;
+    again.fixed_address = taken;
+    uint64_t at = 0;
+    if (!fresh.reserve(again, &at).ok() || at != taken) return 3;  // the parent's range is free
+    return 0;
+  });
+  EXPECT_EQ(status, 0) << "1: no claim; 2: claimed elsewhere; 3: the parent's range still taken";
+  ASSERT_TRUE(parent.release(taken, 2 * kMiB).ok());
 }
 
 // A claim refused by a rule (emu.window.claim, the legacy drv.claim_window) gives back the
