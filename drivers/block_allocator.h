@@ -17,7 +17,8 @@
 //   the page size queries report, and the physical object behind it (a PhysicalId; 0 when the
 //   backend has none to offer). The owning device (kDevice) has read-write access; a host block is read-write for the
 //   CPU and reachable by every device through the host. Charged like PhysicalAllocator::create;
-//   kOutOfMemory when full.
+//   kOutOfMemory when full, and for a size no window could hold (one that would wrap when
+//   rounded up to its alignment: the core's 207001, as when the core placed blocks).
 //   The backend places the block (step 7 took the windows out of the core): emu and fake take
 //   its span from their windows (device blocks from WindowLayout::device_general, host blocks
 //   from host_pinned); hal's driver places it itself.

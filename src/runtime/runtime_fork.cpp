@@ -42,9 +42,20 @@
 #include "runtime/runtime.h"
 
 namespace aclvmm {
+namespace {
+
+// The backend whose locks fork_prepare took. The parent and child handlers release exactly
+// those: a start or teardown on another thread may replace Runtime::device_ meanwhile (the
+// runtime's own lock is not held across fork), and reading device_ again there left the first
+// backend's locks held in the parent, whose destructor then waited on them for ever
+// (ForkWhileLogging, about 1 run in 100).
+dev::DeviceBackend* g_forking_device = nullptr;
+
+}  // namespace
 
 void Runtime::fork_prepare() {
-  if (get().device_) get().device_->prepare_fork();
+  g_forking_device = get().device_.get();
+  if (g_forking_device) g_forking_device->prepare_fork();
   dev::prepare_fork_process();
   injection_hold_for_fork();
   trace::hold_for_fork();
@@ -56,7 +67,8 @@ void Runtime::fork_parent() {
   trace::release_after_fork();
   injection_release_after_fork();
   dev::after_fork_process_parent();
-  if (get().device_) get().device_->after_fork_parent();
+  if (g_forking_device) g_forking_device->after_fork_parent();
+  g_forking_device = nullptr;
 }
 
 void Runtime::fork_child() {
@@ -64,7 +76,8 @@ void Runtime::fork_child() {
   trace::release_after_fork();
   injection_release_after_fork();
   dev::after_fork_process_child();
-  if (get().device_) get().device_->after_fork_child();
+  if (g_forking_device) g_forking_device->after_fork_child();
+  g_forking_device = nullptr;
   replace_in_forked_child();
 }
 

@@ -28,10 +28,11 @@ uint32_t page_size_of(PageType type) {
 Result EmuBlocks::allocate(const BlockRequest& request, Block* out) {
   const bool device = request.kind == BlockKind::kDevice;
   if (out == nullptr || (!device && request.kind != BlockKind::kHostPinned) ||
-      (device && (request.device < 0 || request.device >= device_count_)) || request.size == 0 ||
-      request.size > UINT64_MAX - kGiB) {
+      (device && (request.device < 0 || request.device >= device_count_)) || request.size == 0) {
     return Result::from_errno(EINVAL);
   }
+  // No window holds it (block_allocator.h); rounding it up would wrap.
+  if (request.size > UINT64_MAX - kGiB) return Result::from_errno(ENOMEM);
   const uint64_t bytes = round_up(request.size, kHostPage);
   const uint64_t align = device && bytes >= kGiB ? kGiB : 2 * kMiB;  // block_allocator.h
   const uint64_t span = round_up(bytes, align);
