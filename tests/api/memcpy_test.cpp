@@ -170,6 +170,38 @@ TEST_F(MemcpyTest, RoundTripsOnVmmMemory) {
   EXPECT_EQ(get(w, n), expect);
 }
 
+// emulation.md §4: devices reach memory through the device MMU, page by page, so a copy runs on
+// from one reservation into the one mapped right after it, as on the hardware; the core does not
+// stop it at the reservation's end (found by tests/fuzz, crashes/copy-runs-into-next-block).
+TEST_F(MemcpyTest, CopiesRunOnIntoTheAdjacentReservation) {
+  void* both = reserve(2 * k2M);
+  ASSERT_EQ(aclrtReleaseMemAddress(both), ACL_SUCCESS);
+  void* first = nullptr;
+  void* second = nullptr;
+  ASSERT_EQ(aclrtReserveMemAddress(&first, k2M, 0, both, 0), ACL_SUCCESS);
+  ASSERT_EQ(aclrtReserveMemAddress(&second, k2M, 0, static_cast<char*>(both) + k2M, 0), ACL_SUCCESS);
+  ASSERT_EQ(second, static_cast<char*>(first) + k2M);
+  aclrtDrvMemHandle h[2] = {make_handle(), make_handle()};
+  ASSERT_EQ(aclrtMapMem(first, k2M, 0, h[0], 0), ACL_SUCCESS);
+  ASSERT_EQ(aclrtMapMem(second, k2M, 0, h[1], 0), ACL_SUCCESS);
+  const std::string pat = pattern(4096, 5);
+  char* boundary = static_cast<char*>(second) - 2048;
+  h2d(boundary, pat);
+  EXPECT_EQ(get(boundary, 4096), pat);
+  EXPECT_EQ(get(second, 2048), pat.substr(2048));  // the second reservation's own bytes
+  EXPECT_EQ(aclrtMemset(boundary, 4096, 0x3c, 4096), ACL_SUCCESS);
+  EXPECT_EQ(get(boundary, 4096), std::string(4096, '\x3c'));
+  // Unmapped, the second reservation stops the copy (507899) and the first keeps its bytes.
+  ASSERT_EQ(aclrtUnmapMem(second), ACL_SUCCESS);
+  std::string host(4096, '\x01');
+  EXPECT_EQ(aclrtMemcpy(boundary, 4096, host.data(), 4096, ACL_MEMCPY_HOST_TO_DEVICE), kDrv);
+  EXPECT_EQ(get(boundary, 2048), std::string(2048, '\x3c'));
+  EXPECT_EQ(aclrtUnmapMem(first), ACL_SUCCESS);
+  for (aclrtDrvMemHandle x : h) EXPECT_EQ(aclrtFreePhysical(x), ACL_SUCCESS);
+  EXPECT_EQ(aclrtReleaseMemAddress(first), ACL_SUCCESS);
+  EXPECT_EQ(aclrtReleaseMemAddress(second), ACL_SUCCESS);
+}
+
 // Decisions table: kinds 0..5 are accepted whatever the pointers are; the real direction comes
 // from the addresses.
 TEST_F(MemcpyTest, AnyKindFromZeroToFiveWorks) {

@@ -137,20 +137,26 @@ int Model::device_access(uint64_t va, uint64_t n, bool write, std::vector<Piece>
     add_piece(out, r->data, va - r->base, n);
     return 0;
   }
-  if (n > r->base + r->span - va) return kDrv;
-  if (r->kind == Kind::kPinned || r->kind == Kind::kMalloc) {
-    if (n > r->base + r->size - va) return kDrv;
-    if (r->kind == Kind::kMalloc && r->device != current && !peer[current][r->device]) return kDrv;
-    add_piece(out, r->data, va - r->base, n);
-    return 0;
-  }
+  // The device MMU translates page by page (emulation.md §4): a range runs on from one block or
+  // mapping into whatever is mapped right after it, another allocation or reservation included,
+  // as long as the executing device may reach every byte.
   for (uint64_t cur = va, left = n; left > 0;) {
-    Mapping* m = mapping_at(*r, cur);
-    if (!m) return kDrv;
-    const int flags = m->side == kDeviceSide ? m->access.dev[current] : m->access.host;
-    if (!permits(flags, write)) return kDrv;
-    const uint64_t len = std::min(left, m->va + m->size - cur);
-    add_piece(out, m->data, cur - m->va, len);
+    r = region_at(cur);
+    if (!r || r->kind == Kind::kHostBuffer) return kDrv;
+    uint64_t len = 0;
+    if (r->kind == Kind::kPinned || r->kind == Kind::kMalloc) {
+      if (cur - r->base >= r->size) return kDrv;  // the block's rounded span is not mapped
+      if (r->kind == Kind::kMalloc && r->device != current && !peer[current][r->device]) return kDrv;
+      len = std::min(left, r->base + r->size - cur);
+      add_piece(out, r->data, cur - r->base, len);
+    } else {
+      Mapping* m = mapping_at(*r, cur);
+      if (!m) return kDrv;
+      const int flags = m->side == kDeviceSide ? m->access.dev[current] : m->access.host;
+      if (!permits(flags, write)) return kDrv;
+      len = std::min(left, m->va + m->size - cur);
+      add_piece(out, m->data, cur - m->va, len);
+    }
     cur += len;
     left -= len;
   }
