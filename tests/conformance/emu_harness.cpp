@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -75,6 +76,15 @@ class EmuHarness final : public Harness {
       ::closedir(d);
     }
     return "descriptors " + std::to_string(fds) + ", segment files " + std::to_string(files);
+  }
+  std::string machine_resources() override {
+    // Kernel mappings of memfds are CPU views of emulated memory; the rest of /proc/self/maps
+    // also moves with the C library's thread arenas and stack cache, which are not the backend's.
+    int views = 0;
+    std::ifstream in("/proc/self/maps");
+    for (std::string line; std::getline(in, line);) views += line.find("/memfd:") != std::string::npos;
+    return held_resources() + ", memfd mappings " + std::to_string(views) + ", threads " +
+           std::to_string(thread_count());
   }
   uint64_t reserve_va(uint64_t size) override {
     uint64_t base = 0;

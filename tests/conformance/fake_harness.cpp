@@ -1,6 +1,7 @@
 // The fake backend's harness: its own hooks (byte stores, published names, live objects).
 #include <cerrno>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -94,6 +95,14 @@ class FakeHarness final : public Harness {
   std::string held_resources() override {
     return "objects " + std::to_string(fake_->live_physical_objects()) + ", mappings " +
            std::to_string(fake_->live_mappings());
+  }
+  std::string machine_resources() override {
+    size_t exports = 0;
+    {
+      std::lock_guard lock(config_.world->mutex());
+      for (const auto& [token, e] : config_.world->exports) exports += e.exporter == config_.pid;
+    }
+    return "threads " + std::to_string(thread_count()) + ", exports " + std::to_string(exports);
   }
   uint64_t reserve_va(uint64_t size) override {
     const uint64_t base = next_va_;

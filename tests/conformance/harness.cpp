@@ -1,5 +1,7 @@
 #include "conformance/harness.h"
 
+#include <dirent.h>
+
 namespace aclvmm::conformance {
 
 const std::vector<HarnessFactory>& harnesses() {
@@ -12,6 +14,15 @@ const std::vector<HarnessFactory>& harnesses() {
 
 std::string harness_name(const ::testing::TestParamInfo<HarnessFactory>& info) {
   return info.param.name;
+}
+
+int thread_count() {
+  int n = 0;
+  if (DIR* d = ::opendir("/proc/self/task")) {
+    while (dirent* e = ::readdir(d)) n += e->d_name[0] != '.';
+    ::closedir(d);
+  }
+  return n;
 }
 
 void BackendTest::SetUp() {

@@ -74,6 +74,10 @@ class Harness {
   // What the backend holds of the machine, comparable before and after a case (emu: the open
   // descriptors; fake: its live objects).
   virtual std::string held_resources() = 0;
+  // What the process holds of the machine, comparable with no backend open (C48): emu: the open
+  // descriptors, segment files, memfd mappings (CPU views) and threads; fake: threads and its world's
+  // exports of this process (the fake's objects live inside the backend).
+  virtual std::string machine_resources() = 0;
   // A range of `size` bytes (1 GiB aligned) the backend may map into, for the MMU cases, kept
   // until the harness goes. The harness makes it apart from the backend's windows (so the MMU
   // cases test the MMU alone): emu claims a placeholder of its own; fake hands out numbers
@@ -136,6 +140,9 @@ class BackendTest : public ::testing::TestWithParam<HarnessFactory> {
 };
 
 std::string harness_name(const ::testing::TestParamInfo<HarnessFactory>& info);
+
+// The threads of this process (/proc/self/task), for machine_resources.
+int thread_count();
 
 }  // namespace aclvmm::conformance
 

@@ -67,6 +67,18 @@ Result EmuBlocks::allocate(const BlockRequest& request, Block* out) {
   return Result::success();
 }
 
+EmuBlocks::~EmuBlocks() {
+  // The page table's entries are the only record of the blocks; mappings are the MMU's to drop.
+  const EmuPageTable& table = mmu_.page_table();
+  for (const MmuEntry* e = table.first_from(0); e != nullptr;) {
+    const uint64_t va = e->va, next = e->words_end();
+    if (e->kind == AddressInfo::Kind::kDeviceBlock || e->kind == AddressInfo::Kind::kHostBlock) {
+      (void)free(va);
+    }
+    e = next < EmuPageTable::kLimit ? table.first_from(next) : nullptr;
+  }
+}
+
 Result EmuBlocks::free(uint64_t address) {
   AddressInfo::Kind kind = AddressInfo::Kind::kDeviceBlock;
   uint64_t bytes = 0;

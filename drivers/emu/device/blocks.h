@@ -14,6 +14,10 @@
 // range back to its window and drops the object; the memfd lives on while the core's old copy paths still hold it (legacy_memory.h), the
 // charge goes back now.
 //
+// Destruction frees every block still allocated (device_backend.h "Destruction", C48): the
+// windows are the process's and outlive the backend, so a block the core left would otherwise
+// keep its range out of every later backend's reach.
+//
 // Threading: as BlockAllocator; no lock of its own (the page table's words are per block; the
 // windows' free lists have theirs).
 #pragma once
@@ -33,6 +37,7 @@ class EmuBlocks final : public BlockAllocator {
   EmuBlocks(EmuPhysicalAllocator& physical, EmuDeviceMmu& mmu, EmuWindows& windows,
             int32_t device_count)
       : physical_(physical), mmu_(mmu), windows_(windows), device_count_(device_count) {}
+  ~EmuBlocks() override;
 
   Result allocate(const BlockRequest& request, Block* out) override;
   Result free(uint64_t address) override;

@@ -41,6 +41,7 @@ EmuDeviceBackend::EmuDeviceBackend(const EmulationOptions& options, BackendListe
       blocks_(physical_, mmu_, windows_, options.device_count),
       copy_engine_(mmu_.page_table(), &listener) {
   physical_.end_exports_through(&sharing_);
+  sharing_.hold_imports_in(&physical_);
 }
 
 Result EmuDeviceBackend::open(const BackendOptions& options, BackendListener& listener,

@@ -26,6 +26,20 @@ EmuPhysicalAllocator::EmuPhysicalAllocator(CapacityLedger& ledger, BackendListen
       numa_nodes_(numa_nodes),
       giant_(giant) {}
 
+EmuPhysicalAllocator::~EmuPhysicalAllocator() {
+  for (EmuPhysical* object : held_) object->drop();
+}
+
+Result EmuPhysicalAllocator::hold(EmuPhysical* object) {
+  try {
+    std::lock_guard lock(held_mu_);
+    held_.insert(object);
+  } catch (const std::bad_alloc&) {
+    return Result::from_errno(ENOMEM);
+  }
+  return Result::success();
+}
+
 Result EmuPhysicalAllocator::check(const PhysicalSpec& spec) const {
   switch (spec.location.kind) {
     case Location::Kind::kDevice:
@@ -52,6 +66,10 @@ Result EmuPhysicalAllocator::create(const PhysicalSpec& spec, PhysicalId* out) {
   if (spec.size == 0 || spec.size % granule != 0) return invalid();
   EmuPhysical* object = nullptr;
   if (Result r = make(spec, &object); !r.ok()) return r;
+  if (Result r = hold(object); !r.ok()) {
+    object->drop();  // the charge and the memfd go with it
+    return r;
+  }
   *out = object->id();
   return Result::success();
 }
@@ -84,6 +102,11 @@ Result EmuPhysicalAllocator::make(const PhysicalSpec& spec, EmuPhysical** out) {
 Result EmuPhysicalAllocator::release(PhysicalId memory) {
   if (!memory) return invalid();
   if (sharing_ != nullptr) sharing_->memory_released(memory);
+  {
+    std::lock_guard lock(held_mu_);
+    // An object the legacy bridge adopted is not in the set (legacy_memory.h, until step 9).
+    held_.erase(EmuPhysical::from_id(memory));
+  }
   EmuPhysical::from_id(memory)->drop();
   return Result::success();
 }

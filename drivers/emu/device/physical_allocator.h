@@ -8,10 +8,17 @@
 // failed create leaves the capacity and the descriptors as they were. The memfd has no placement
 // until it is mapped: HOST_NUMA binding is the device MMU's (step 2), as today's map_cpu does it.
 //
-// Threading: as PhysicalAllocator; no lock (objects are found by their id, D3).
+// The allocator keeps the set of handles not yet released (its own objects, and imports, which
+// the sharing unit hands to hold()), so that the backend's destruction releases what the core left
+// (device_backend.h "Destruction", conformance C48). Objects are still found by their id (D3):
+// the set is only written by create, hold and release, never read on a copy's path.
+//
+// Threading: as PhysicalAllocator; the set under its own leaf lock.
 #pragma once
 
 #include <cstdint>
+#include <mutex>
+#include <unordered_set>
 
 #include "drivers/backend_listener.h"
 #include "drivers/physical_allocator.h"
@@ -28,6 +35,8 @@ class EmuPhysicalAllocator final : public PhysicalAllocator {
   // offered (Capabilities::giant_page).
   EmuPhysicalAllocator(CapacityLedger& ledger, BackendListener& listener, int32_t device_count,
                        int32_t numa_nodes, bool giant);
+  // Releases every handle still held (their exports have ended with the sharing unit before).
+  ~EmuPhysicalAllocator() override;
 
   // The sharing unit whose exports end with their memory (drivers/sharing.h); set once at open.
   void end_exports_through(EmuSharing* sharing) { sharing_ = sharing; }
@@ -42,6 +51,9 @@ class EmuPhysicalAllocator final : public PhysicalAllocator {
   // create() without the granule rule, for blocks (blocks.h), whose sizes are whole host pages:
   // the same checks, charge and memfd, the object with its one reference in *out.
   Result make(const PhysicalSpec& spec, EmuPhysical** out);
+  // Counts `object`'s handle (its one reference) among those the destruction releases: create()
+  // does it for its own, the sharing unit for imports. kOutOfMemory (nothing held) without memory.
+  Result hold(EmuPhysical* object);
 
  private:
   Result check(const PhysicalSpec& spec) const;
@@ -52,6 +64,8 @@ class EmuPhysicalAllocator final : public PhysicalAllocator {
   const int32_t numa_nodes_;
   const bool giant_;
   EmuSharing* sharing_ = nullptr;
+  std::mutex held_mu_;
+  std::unordered_set<EmuPhysical*> held_;
 };
 
 }  // namespace aclvmm::dev::emu

@@ -47,6 +47,7 @@
 namespace aclvmm::dev::emu {
 
 class EmuPhysical;
+class EmuPhysicalAllocator;
 
 class EmuSharing final : public Sharing {
  public:
@@ -69,6 +70,9 @@ class EmuSharing final : public Sharing {
 
   // PhysicalAllocator::release of `memory` is under way: its export (if any) ends.
   void memory_released(PhysicalId memory);
+  // The allocator that holds each import's handle until it is released or the backend goes
+  // (EmuPhysicalAllocator::hold); set once at open.
+  void hold_imports_in(EmuPhysicalAllocator* physical) { physical_ = physical; }
 
   void prepare_fork();
   void after_fork_parent();
@@ -138,6 +142,7 @@ class EmuSharing final : public Sharing {
   share::GatedTransport transport_;
   const int32_t device_count_;
   const std::vector<int32_t> user_ids_;
+  EmuPhysicalAllocator* physical_ = nullptr;
   mutable std::mutex mu_;
   std::map<uint32_t, Export> exports_;       // by share id
   std::map<uint64_t, uint32_t> exported_;    // PhysicalId -> share id

@@ -7,6 +7,7 @@
 #include <new>
 #include <utility>
 
+#include "drivers/emu/device/physical_allocator.h"
 #include "drivers/emu/device/physical_object.h"
 #include "drivers/emu/memfd_memory.h"
 #include "drivers/emu/sharing/counters.h"
@@ -31,13 +32,20 @@ PageType real_page_type(PageType t) { return t == PageType::kNormal ? PageType::
 
 // A new, uncharged object over `bytes` (the bytes are charged where they were created).
 Result adopt_object(const PhysicalProperties& exporter, std::shared_ptr<drv::PhysicalMemory> bytes,
-                    DeviceIndex exporter_device, DeviceIndex importer, ImportedMemory* out) {
+                    DeviceIndex exporter_device, DeviceIndex importer, EmuPhysicalAllocator* holder,
+                    ImportedMemory* out) {
   PhysicalProperties props = exporter;
   props.page_type = real_page_type(props.page_type);
   props.imported = true;
   auto* object = new (std::nothrow) EmuPhysical(props, std::move(bytes), nullptr);
   if (object == nullptr) return fail(ENOMEM);
   object->set_importing_device(importer);
+  if (holder != nullptr) {
+    if (Result held = holder->hold(object); !held.ok()) {
+      object->drop();
+      return held;
+    }
+  }
   out->memory = object->id();
   out->properties = props;
   out->exporter_device = exporter_device;
@@ -97,7 +105,7 @@ bool EmuSharing::import_local(uint64_t token, DeviceIndex device, ImportedMemory
     *result = fail(EACCES);  // a process cannot import its own export onto the same device
     return true;
   }
-  *result = adopt_object(e->properties, e->bytes, where.id, device, out);
+  *result = adopt_object(e->properties, e->bytes, where.id, device, physical_, out);
   return true;
 }
 
@@ -162,7 +170,7 @@ Result EmuSharing::fetch_remote(uint64_t token, DeviceIndex device, ImportedMemo
   props.mem_type = static_cast<MemType>(rep.mem_type);
   props.size = rep.size;
   const DeviceIndex exporter = rep.side == share::wire::kSideDevice ? rep.device : kNoDevice;
-  return adopt_object(props, std::move(bytes), exporter, device, out);
+  return adopt_object(props, std::move(bytes), exporter, device, physical_, out);
 }
 
 Result EmuSharing::import_memory(ShareToken token, DeviceIndex device, ImportedMemory* out) {
