@@ -156,7 +156,7 @@ Status Runtime::start_locked() {
   managed_.attach(backend_.get(), device_->windows().layout().managed, device_->legacy_memory());
   devices_.assign(config.device_count, Device{});
   // Best effort: without a segment the pools simply have no mirror.
-  std::vector<UsageMirror> mirrors = SmiPublisher::get().publish(*backend_, config);
+  std::vector<UsageMirror> mirrors = SmiPublisher::get().publish(device_->host(), config);
   {
     std::lock_guard pools_lock(pools_mu_);
     pools_.clear();

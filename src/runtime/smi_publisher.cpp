@@ -18,7 +18,16 @@ void copy_text(char* dst, size_t cap, const std::string& src) {
   dst[n] = '\0';
 }
 
-smi::Segment* layout(drv::StatsSegment& seg) { return static_cast<smi::Segment*>(seg.data()); }
+smi::Segment* layout(dev::StatisticsSegment& seg) {
+  return static_cast<smi::Segment*>(seg.data());
+}
+
+// A refusal of the host's, for the warning.
+std::string why(dev::Result r) {
+  if (r.condition() == dev::Condition::kNotFound) return "the directory does not exist";
+  if (r.condition() == dev::Condition::kNotSupported) return "the host has no such segments";
+  return r.is_errno() ? std::strerror(r.errno_value()) : "error " + std::to_string(r.raw());
+}
 
 }  // namespace
 
@@ -42,22 +51,24 @@ bool SmiPublisher::own_segment() {
   return segment_ != nullptr;
 }
 
-std::vector<UsageMirror> SmiPublisher::publish(drv::Backend& backend, const Config& config) {
+std::vector<UsageMirror> SmiPublisher::publish(dev::HostServices& host, const Config& config) {
   std::vector<UsageMirror> mirrors(static_cast<size_t>(config.device_count));
   if (!own_segment() && !tried_) {
     tried_ = true;
     const char* env = std::getenv(smi::kDirEnv);
     const std::string dir = env && *env ? env : smi::kDefaultDir;
     if (dir == "none") return mirrors;
-    std::shared_ptr<drv::StatsSegment> seg;
-    int rc = backend.create_stats_segment(dir, smi::kPrefix, sizeof(smi::Segment), &seg);
-    if (rc != 0) {
-      warn_once("cannot create its statistics segment in " + dir + ": " + std::strerror(-rc));
+    std::shared_ptr<dev::StatisticsSegment> seg;
+    const dev::Result made =
+        host.create_statistics_segment(dir, smi::kPrefix, sizeof(smi::Segment), &seg);
+    if (!made.ok()) {
+      warn_once("cannot create its statistics segment in " + dir + ": " + why(made));
       return mirrors;
     }
-    // Still unnamed to readers (Backend::create_stats_segment): the fixed part is written once.
+    // Still unnamed to readers (HostServices::create_statistics_segment): the fixed part is
+    // written once.
     smi::Segment* s = new (seg->data()) smi::Segment();
-    const drv::StatsOwner& owner = seg->owner();
+    const dev::SegmentOwner& owner = seg->owner();
     s->magic = smi::kMagic;
     s->version = smi::kVersion;
     s->size = sizeof(smi::Segment);
@@ -66,9 +77,8 @@ std::vector<UsageMirror> SmiPublisher::publish(drv::Backend& backend, const Conf
     s->uid = owner.uid;
     s->pid_namespace = owner.pid_namespace;
     copy_text(s->name, sizeof(s->name), owner.name);
-    rc = seg->publish();
-    if (rc != 0) {
-      warn_once("cannot publish " + seg->path() + ": " + std::strerror(-rc));
+    if (const dev::Result published = seg->publish(); !published.ok()) {
+      warn_once("cannot publish " + seg->path() + ": " + why(published));
       return mirrors;
     }
     segment_ = std::move(seg);

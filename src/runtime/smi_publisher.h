@@ -1,7 +1,7 @@
 // SmiPublisher: this process's statistics segment for aclvmm-smi (docs/smi.md).
 //
 // The first runtime start creates <ACLVMM_SMI_DIR or /dev/shm>/aclvmm.<uid>.<pid>
-// (observability/smi_layout.h) through the backend; every start hands each device's MemoryPool a
+// (observability/smi_layout.h) through the device backend's HostServices; every start hands each device's MemoryPool a
 // UsageMirror, a counter inside the mapped segment that the pool adds to and subtracts from
 // together with its own count, and marks the segment active. Since the device backend's ledger is
 // the capacity authority (docs/device-interface.md D8), those changes are the ledger's
@@ -35,7 +35,7 @@
 #include <string>
 #include <vector>
 
-#include "drivers/driver.h"
+#include "drivers/host_services.h"
 #include "runtime/config.h"
 #include "vmm/physical.h"
 
@@ -48,7 +48,7 @@ class SmiPublisher {
   // At a runtime start: creates the segment the first time, (re)writes its header for `config` and
   // marks it active. Returns one mirror per device of `config` (empty ones when nothing is
   // published).
-  std::vector<UsageMirror> publish(drv::Backend& backend, const Config& config);
+  std::vector<UsageMirror> publish(dev::HostServices& host, const Config& config);
   // At teardown: the process is no longer listed.
   void deactivate();
   // At process exit: removes the file.
@@ -60,7 +60,7 @@ class SmiPublisher {
   // The segment, unless it was inherited over fork (then it is the parent's and is dropped).
   bool own_segment();
 
-  std::shared_ptr<drv::StatsSegment> segment_;
+  std::shared_ptr<dev::StatisticsSegment> segment_;
   bool tried_ = false;  // the directory is read at the first start only
   bool warned_ = false;
 };

@@ -3,8 +3,8 @@
 // one segment per process across starts, the pools' mirrors pointing into it, active while started,
 // withdrawn at exit; and the refusals that leave the process unpublished without a retry.
 //
-// SmiPublisher still takes the old seam (drv::Backend::create_stats_segment); a test-side
-// drv::Backend hands it the fake's HostServices segments instead of emu's files. SmiPublisher is
+// SmiPublisher takes the device backend's HostServices: here the fake's, whose segments are
+// buffers with published names instead of emu's files. SmiPublisher is
 // the process's one publisher and tries once per process, so each case runs in a forked child (a
 // "process" of its own; the fake's pid is the child's, as own_segment() compares it to getpid()).
 #include "runtime/smi_publisher.h"
@@ -21,43 +21,27 @@
 #include "api/hostile_util.h"
 #include "observability/smi_layout.h"
 #include "unit/testing/fake_device.h"
-#include "unit/testing/window_releasing_backend.h"
 
 namespace aclvmm {
 namespace {
 
-// The old seam's statistics segment over one of the fake's.
-class FakeStatsSegment final : public drv::StatsSegment {
+// The fake's host services, counting the segments asked for (SmiPublisher tries once per
+// process).
+class CountingHost final : public dev::HostServices {
  public:
-  explicit FakeStatsSegment(std::shared_ptr<dev::StatisticsSegment> seg) : seg_(std::move(seg)) {
-    const dev::SegmentOwner& o = seg_->owner();
-    owner_ = {o.pid, o.uid, o.start_time, o.name, o.pid_namespace};
-  }
-  void* data() override { return seg_->data(); }
-  size_t size() const override { return seg_->size(); }
-  const drv::StatsOwner& owner() const override { return owner_; }
-  const std::string& path() const override { return seg_->path(); }
-  int publish() override { return seg_->publish().raw(); }
-  void withdraw() override { seg_->withdraw(); }
-
- private:
-  std::shared_ptr<dev::StatisticsSegment> seg_;
-  drv::StatsOwner owner_;
-};
-
-// emu for everything but the statistics segment, which comes from the fake's host services.
-class FakeSegmentsBackend final : public WindowReleasingBackend {
- public:
-  explicit FakeSegmentsBackend(dev::HostServices& host) : host_(host) {}
-  int create_stats_segment(const std::string& dir, const std::string& prefix, size_t size,
-                           std::shared_ptr<drv::StatsSegment>* out) override {
+  explicit CountingHost(dev::HostServices& host) : host_(host) {}
+  uint64_t page_size() const override { return host_.page_size(); }
+  uint64_t memory_total() override { return host_.memory_total(); }
+  uint64_t memory_free() override { return host_.memory_free(); }
+  int32_t numa_node_count() const override { return host_.numa_node_count(); }
+  int32_t current_numa_node() override { return host_.current_numa_node(); }
+  dev::Result create_statistics_segment(const std::string& dir, const std::string& prefix,
+                                        size_t size,
+                                        std::shared_ptr<dev::StatisticsSegment>* out) override {
     ++created_;
-    std::shared_ptr<dev::StatisticsSegment> seg;
-    const dev::Result r = host_.create_statistics_segment(dir, prefix, size, &seg);
-    if (!r.ok()) return r.raw();
-    *out = std::make_shared<FakeStatsSegment>(std::move(seg));
-    return 0;
+    return host_.create_statistics_segment(dir, prefix, size, out);
   }
+  void* allocate_table(uint64_t bytes) override { return host_.allocate_table(bytes); }
   int created() const { return created_; }
 
  private:
@@ -81,8 +65,8 @@ void in_child_process(Body body) {
     dev::fake::FakeConfig config;
     config.pid = static_cast<int32_t>(getpid());
     testing::FakeDevice device(config);
-    FakeSegmentsBackend old(device.device()->host());
-    return body(device, old);
+    CountingHost host(device.device()->host());
+    return body(device, host);
   });
   EXPECT_CHILD_DONE_OK(result);
 }
@@ -96,18 +80,18 @@ void in_child_process(Body body) {
   } while (0)
 
 TEST(SmiPublisherFakeTest, OneSegmentPerProcessWithTheHeaderAndCountersTheMonitorReads) {
-  in_child_process([](testing::FakeDevice& device, FakeSegmentsBackend& old) {
+  in_child_process([](testing::FakeDevice& device, CountingHost& host) {
     int failures = 0;
     setenv(smi::kDirEnv, "/fake/smi", 1);
     SmiPublisher& publisher = SmiPublisher::get();
     const std::string path = "/fake/smi/aclvmm.1000." + std::to_string(getpid());
-    auto mirrors = publisher.publish(old, config_of(2, 64 * dev::kMiB, "Ascend910B3"));
+    auto mirrors = publisher.publish(host, config_of(2, 64 * dev::kMiB, "Ascend910B3"));
     CHILD_CHECK(mirrors.size() == 2);
     CHILD_CHECK(device.fake().segment_published(path));
     CHILD_CHECK(mirrors[0].used != nullptr && mirrors[1].used != nullptr);
     if (failures != 0 || !mirrors[0].keep) return failures + 100;
     // What a mirror keeps mapped is the segment itself.
-    auto* s = static_cast<smi::Segment*>(static_cast<drv::StatsSegment*>(mirrors[0].keep.get())->data());
+    auto* s = static_cast<smi::Segment*>(static_cast<dev::StatisticsSegment*>(mirrors[0].keep.get())->data());
     CHILD_CHECK(s->magic == smi::kMagic);
     CHILD_CHECK(s->version == smi::kVersion);
     CHILD_CHECK(s->size == sizeof(smi::Segment));
@@ -136,8 +120,8 @@ TEST(SmiPublisherFakeTest, OneSegmentPerProcessWithTheHeaderAndCountersTheMonito
     CHILD_CHECK(s->active.load() == 0u);
     CHILD_CHECK(device.fake().segment_published(path));
     // The next start: the same segment, its header rewritten for the new configuration.
-    auto again = publisher.publish(old, config_of(1, 32 * dev::kMiB, "Ascend910B1"));
-    CHILD_CHECK(old.created() == 1);
+    auto again = publisher.publish(host, config_of(1, 32 * dev::kMiB, "Ascend910B1"));
+    CHILD_CHECK(host.created() == 1);
     CHILD_CHECK(again.size() == 1 && again[0].used == mirrors[0].used);
     CHILD_CHECK(s->device_count == 1);
     CHILD_CHECK(std::strcmp(s->soc, "Ascend910B1") == 0);
@@ -163,16 +147,16 @@ TEST(SmiPublisherFakeTest, ARefusedSegmentLeavesTheProcessUnpublishedWithoutRetr
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.dir);
-    in_child_process([&c](testing::FakeDevice& device, FakeSegmentsBackend& old) {
+    in_child_process([&c](testing::FakeDevice& device, CountingHost& host) {
       int failures = 0;
       setenv(smi::kDirEnv, c.dir, 1);
       SmiPublisher& publisher = SmiPublisher::get();
       for (int start = 0; start < 2; ++start) {
-        auto mirrors = publisher.publish(old, config_of(c.devices, 64 * dev::kMiB, "Ascend910B1"));
+        auto mirrors = publisher.publish(host, config_of(c.devices, 64 * dev::kMiB, "Ascend910B1"));
         CHILD_CHECK(mirrors.size() == static_cast<size_t>(c.devices));
         for (const UsageMirror& m : mirrors) CHILD_CHECK(m.used == nullptr && !m.keep);
       }
-      CHILD_CHECK(old.created() == (c.created ? 1 : 0));
+      CHILD_CHECK(host.created() == (c.created ? 1 : 0));
       publisher.deactivate();
       publisher.remove();
       CHILD_CHECK(device.fake().violations() == 0);
