@@ -31,13 +31,14 @@ void AddressSpace::attach_device(std::shared_ptr<dev::DeviceBackend> device) {
   if (device) {
     const dev::WindowLayout& layout = device->windows().layout();
     // Every backend of an emu process shares its windows (drivers/emu/device/windows.h), so a
-    // restart finds the index covering them already; only a new place needs a new table. Without
+    // restart finds the index covering them already; only a new place needs a new table. The
+    // table is the backend's host memory (HostServices::allocate_table): emu's is never given
+    // back; a fake's goes with its backend, and each test's space has a fake of its own. Without
     // a table (no memory for it) every query takes the trees: slower, still correct.
     if (layout.device.base != layout_.device.base || layout.device.size != layout_.device.size) {
       const uint64_t chunks = ChunkIndex::chunks_for(layout.device.size);
       index_.attach(layout.device.base, layout.device.size,
-                    chunks && backend_ ? backend_->allocate_table(chunks * sizeof(uint64_t))
-                                       : nullptr);
+                    chunks ? device->host().allocate_table(chunks * sizeof(uint64_t)) : nullptr);
     }
     layout_ = layout;
   }

@@ -141,13 +141,13 @@ class AddressSpace {
   // as the process).
   ~AddressSpace() { (void)clear(); }
   // The old seam (drivers/driver.h, until step 9): the instrumentation of a block's bytes for the
-  // core's copies and the pointer index's table. Set once, before the first attach_device.
+  // core's copies. Set once, before the first attach_device.
   void attach_driver(drv::Backend* backend) { backend_ = backend; }
   // The device backend whose windows hold every range of this object and whose MMU programs every
   // VMM mapping (each runtime start; the runtime passes it, so this object needs no runtime of
   // its own). Set before the first reservation; its layout is copied (the windows are on every
   // translation's path, so no virtual call there), and the pointer index covers its device
-  // window.
+  // window, in a table of the backend's host memory.
   void attach_device(std::shared_ptr<dev::DeviceBackend> device);
   // Drops every region and mapping (finalize); returns them so the caller can report leaks.
   std::vector<std::unique_ptr<Region>> clear();

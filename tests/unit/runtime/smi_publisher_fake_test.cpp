@@ -21,31 +21,25 @@
 #include "api/hostile_util.h"
 #include "observability/smi_layout.h"
 #include "unit/testing/fake_device.h"
+#include "unit/testing/forwarding_backend.h"
 
 namespace aclvmm {
 namespace {
 
 // The fake's host services, counting the segments asked for (SmiPublisher tries once per
 // process).
-class CountingHost final : public dev::HostServices {
+class CountingHost final : public testing::ForwardingHost {
  public:
-  explicit CountingHost(dev::HostServices& host) : host_(host) {}
-  uint64_t page_size() const override { return host_.page_size(); }
-  uint64_t memory_total() override { return host_.memory_total(); }
-  uint64_t memory_free() override { return host_.memory_free(); }
-  int32_t numa_node_count() const override { return host_.numa_node_count(); }
-  int32_t current_numa_node() override { return host_.current_numa_node(); }
+  explicit CountingHost(dev::HostServices& host) : ForwardingHost(host) {}
   dev::Result create_statistics_segment(const std::string& dir, const std::string& prefix,
                                         size_t size,
                                         std::shared_ptr<dev::StatisticsSegment>* out) override {
     ++created_;
-    return host_.create_statistics_segment(dir, prefix, size, out);
+    return ForwardingHost::create_statistics_segment(dir, prefix, size, out);
   }
-  void* allocate_table(uint64_t bytes) override { return host_.allocate_table(bytes); }
   int created() const { return created_; }
 
  private:
-  dev::HostServices& host_;
   int created_ = 0;
 };
 

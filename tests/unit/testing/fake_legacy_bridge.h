@@ -17,6 +17,7 @@
 #include "drivers/driver.h"
 #include "drivers/fake/fake_backend.h"
 #include "drivers/legacy_memory.h"
+#include "unit/testing/forwarding_backend.h"
 
 namespace aclvmm::testing {
 
@@ -49,37 +50,18 @@ class FakeBytes final : public drv::PhysicalMemory {
   const uint64_t size_;
 };
 
-class BridgedFake final : public dev::DeviceBackend, public dev::LegacyMemory {
+class BridgedFake final : public ForwardingBackend, public dev::LegacyMemory {
  public:
   // `fake` is the bare backend inside `opened` (open_fake_backend's two results).
   BridgedFake(std::unique_ptr<dev::DeviceBackend> opened, dev::fake::FakeBackend* fake)
-      : be_(std::move(opened)), fake_(*fake) {}
+      : ForwardingBackend(std::shared_ptr<dev::DeviceBackend>(std::move(opened))), fake_(*fake) {}
 
-  const char* name() const override { return be_->name(); }
-  const dev::Capabilities& capabilities() const override { return be_->capabilities(); }
-  dev::DeviceManager& devices() override { return be_->devices(); }
-  dev::AddressWindows& windows() override { return be_->windows(); }
-  dev::PhysicalAllocator& physical() override { return be_->physical(); }
-  dev::BlockAllocator& blocks() override { return be_->blocks(); }
-  dev::DeviceMmu& mmu() override { return be_->mmu(); }
-  dev::CopyEngine& copy_engine() override { return be_->copy_engine(); }
-  dev::Sharing& sharing() override { return be_->sharing(); }
-  dev::UnifiedMemory& unified_memory() override { return be_->unified_memory(); }
-  dev::HostServices& host() override { return be_->host(); }
-  std::string describe(dev::Result result) const override { return be_->describe(result); }
-  void visit_statistics(dev::StatisticsVisitor& visitor) const override {
-    be_->visit_statistics(visitor);
-  }
-  void prepare_fork() override { be_->prepare_fork(); }
-  void after_fork_parent() override { be_->after_fork_parent(); }
-  void after_fork_child() override { be_->after_fork_child(); }
-  void release_inherited() override { be_->release_inherited(); }
   dev::LegacyMemory* legacy_memory() override { return this; }
 
   // ---- LegacyMemory
   std::shared_ptr<drv::PhysicalMemory> memory(dev::PhysicalId id) const override {
     dev::PhysicalProperties props;
-    if (!be_->physical().properties(id, &props).ok()) return nullptr;
+    if (!inner().physical().properties(id, &props).ok()) return nullptr;
     return std::make_shared<FakeBytes>(fake_, id, props.size);
   }
   dev::Result adopt(const dev::PhysicalProperties&, std::shared_ptr<drv::PhysicalMemory>,
@@ -92,7 +74,6 @@ class BridgedFake final : public dev::DeviceBackend, public dev::LegacyMemory {
   void uncharge(dev::Location, uint64_t) override {}
 
  private:
-  std::unique_ptr<dev::DeviceBackend> be_;
   dev::fake::FakeBackend& fake_;
 };
 

@@ -3,7 +3,8 @@
 // get the same reservations, mappings and aclrtMalloc blocks, and pointer_info / address_range
 // must agree on every probe address (kind, device, page size, range, or the same error code),
 // before and after unmaps, removals and clear(). A third space whose table allocation fails
-// through failure injection ("drv.allocate_table") must agree as well.
+// through failure injection ("dev.host.allocate_table") must agree as well. The table is the
+// device backend's host memory (HostServices::allocate_table), switched by a forwarding backend.
 //
 // The spaces share the emu backend's windows (one claim per process, drivers/emu/device/
 // windows.h), so they run their scenarios one after the other: the second starts from the free
@@ -20,8 +21,8 @@
 #include <vector>
 
 #include "drivers/driver.h"
-#include "runtime/injecting_backend.h"
-#include "runtime/injection.h"
+#include "drivers/injection_steps.h"
+#include "unit/testing/forwarding_backend.h"
 #include "unit/testing/test_device.h"
 #include "unit/testing/window_releasing_backend.h"
 #include "vmm/address_space.h"
@@ -33,18 +34,19 @@ namespace {
 constexpr uint64_t kSvmSize = 8 * kTiB;  // the device window (the index covers it)
 constexpr uint64_t kHostSize = 1 * kTiB; // the host-pinned window
 
-// The emu backend with the table allocation switched on or off, remembering the table (the
-// windows it hands out are given back at destruction, see WindowReleasingBackend).
-class TableSwitchBackend final : public WindowReleasingBackend {
+// The emu device backend's host services with the table allocation switched on or off,
+// remembering the table.
+class TableSwitchHost final : public testing::ForwardingHost {
  public:
-  explicit TableSwitchBackend(bool give_table) : give_table_(give_table) {}
+  TableSwitchHost(dev::HostServices& inner, bool give_table)
+      : ForwardingHost(inner), give_table_(give_table) {}
   const std::atomic<uint64_t>* table() const { return table_; }
   int table_requests() const { return table_requests_; }
 
   void* allocate_table(uint64_t bytes) override {
     ++table_requests_;
     if (!give_table_) return nullptr;
-    table_ = static_cast<std::atomic<uint64_t>*>(WindowReleasingBackend::allocate_table(bytes));
+    table_ = static_cast<std::atomic<uint64_t>*>(ForwardingHost::allocate_table(bytes));
     return table_;
   }
 
@@ -54,10 +56,22 @@ class TableSwitchBackend final : public WindowReleasingBackend {
   int table_requests_ = 0;
 };
 
-// One address space with its backend (`probe` is the TableSwitchBackend inside, possibly wrapped
-// by failure injection).
+// The test device (emu behind the injection decorator) with that host.
+class TableSwitchDevice final : public testing::ForwardingBackend {
+ public:
+  TableSwitchDevice(const std::shared_ptr<dev::DeviceBackend>& inner, bool give_table)
+      : ForwardingBackend(inner), host_(inner->host(), give_table) {}
+  dev::HostServices& host() override { return host_; }
+  TableSwitchHost& probe() { return host_; }
+
+ private:
+  TableSwitchHost host_;
+};
+
+// One address space with its device backend (`probe` is the host services it asks for the
+// table) and the old seam, which still makes the test's physical memory.
 struct Space {
-  TableSwitchBackend* probe = nullptr;
+  TableSwitchHost* probe = nullptr;
   std::unique_ptr<drv::Backend> backend;
   std::shared_ptr<dev::DeviceBackend> device;  // after backend: goes before the windows do
   std::unique_ptr<AddressSpace> as;
@@ -82,14 +96,14 @@ struct Space {
   }
 };
 
-Space make_space(bool give_table, bool wrap_in_injection = false) {
+Space make_space(bool give_table) {
   Space s;
-  auto be = std::make_unique<TableSwitchBackend>(give_table);
-  s.probe = be.get();
-  s.backend = wrap_in_injection ? with_injection(std::move(be)) : std::move(be);
+  s.backend = std::make_unique<WindowReleasingBackend>();
+  auto device = std::make_shared<TableSwitchDevice>(testing::open_test_device(), give_table);
+  s.probe = &device->probe();
+  s.device = device;
   s.as = std::make_unique<AddressSpace>();
   s.as->attach_driver(s.backend.get());
-  s.device = testing::open_test_device();
   s.as->attach_device(s.device);
   const dev::WindowLayout& layout = s.device->windows().layout();
   EXPECT_EQ(layout.device.size, kSvmSize);
@@ -321,16 +335,16 @@ TEST_F(AddressSpaceIndex, QueriesAgreeWithAndWithoutTheIndex) {
   expect_same_answers(a_cleared, answers(trees_, b), "after clear");
 }
 
-// A failed table allocation (injection step drv.allocate_table) leaves the space on its trees, with
-// the same answers.
+// A failed table allocation (injection step dev.host.allocate_table, failed by the device
+// backend's decorator) leaves the space on its trees, with the same answers.
 TEST_F(AddressSpaceIndex, FailedTableAllocationAnswersTheSame) {
-  injection_arm("drv.allocate_table", 1, 12);
-  Space failed = make_space(true, /*wrap_in_injection=*/true);
-  const uint32_t left = injection_remaining("drv.allocate_table");
-  injection_arm("drv.allocate_table", 0, 0);
-  EXPECT_EQ(left, 0u) << "the injection step was not consulted";
-  EXPECT_EQ(failed.probe->table_requests(), 0) << "the allocation went past the failed step";
-  EXPECT_EQ(failed.probe->table(), nullptr);
+  testing::test_device_listener().arm(dev::steps::kHostTable, 1, 12);
+  Space failed = make_space(true);
+  const bool left = testing::test_device_listener().armed(dev::steps::kHostTable);
+  testing::test_device_listener().arm(dev::steps::kHostTable, 0, 0);
+  EXPECT_FALSE(left) << "the injection step was not consulted";
+  EXPECT_EQ(failed.probe->table_requests(), 1);
+  EXPECT_EQ(failed.probe->table(), nullptr) << "the allocation went past the failed step";
   Scenario a = build(indexed_);
   ASSERT_FALSE(HasFailure());
   const std::vector<std::string> indexed = answers(indexed_, a);
