@@ -165,10 +165,6 @@ void Stream::enqueue(Task task) {
 
 void Stream::enqueue_copy(memops::MemoryOps& ops, void* dst, const void* src, size_t n,
                           const Accessor& who, const char* api) {
-  if (ops.on_core_path(dst, src)) {
-    // Managed memory is the core's until step 6: its copies run as the core's own code.
-    return enqueue([&ops, dst, src, n, who, api] { return labelled(api, ops.copy(dst, src, n, who)); });
-  }
   Pending* p = new (std::nothrow) Pending;
   if (p == nullptr) return record(Error(ACL_ERROR_RT_MEMORY_ALLOCATION, "no memory to queue the task"));
   *p = Pending{this, nullptr, Status(), &ops, reinterpret_cast<uint64_t>(dst),
@@ -181,11 +177,6 @@ void Stream::enqueue_copy(memops::MemoryOps& ops, void* dst, const void* src, si
 
 void Stream::enqueue_fill(memops::MemoryOps& ops, void* dst, uint8_t value, size_t n,
                           const Accessor& who, const char* api) {
-  if (ops.on_core_path(dst, nullptr)) {
-    return enqueue([&ops, dst, value, n, who, api] {
-      return labelled(api, ops.fill(dst, value, n, who));
-    });
-  }
   Pending* p = new (std::nothrow) Pending;
   if (p == nullptr) return record(Error(ACL_ERROR_RT_MEMORY_ALLOCATION, "no memory to queue the task"));
   *p = Pending{this, nullptr, Status(), &ops, reinterpret_cast<uint64_t>(dst), 0, n, who, api};

@@ -9,11 +9,10 @@
 // starts with the stream, so a stream that cannot have one is never handed out (207008)
 // instead of failing later.
 //
-// Commands: copies and fills outside the managed window are kCopy / kFill commands, translated
-// by the backend when they execute (D4: a copy queued before an unmap of its range fails at the
-// stream's synchronisation); everything else (emulated kernels, copies that touch managed
-// memory, prefetches until managed memory is the backend's in step 6) is a kHostTask running a
-// core function on the queue's thread.
+// Commands: copies and fills are kCopy / kFill commands, translated by the backend when they
+// execute (D4: a copy queued before an unmap of its range fails at the stream's
+// synchronisation; managed pages migrate for the executing device then); everything else
+// (emulated kernels, prefetches) is a kHostTask running a core function on the queue's thread.
 //
 // Tasks run device work, and device work cannot wait for the device: a call that would wait for
 // stream work from a thread that is executing a task (running()) is refused with 107000 by the

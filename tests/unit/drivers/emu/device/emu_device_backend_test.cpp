@@ -42,7 +42,7 @@ TEST(EmuDeviceBackendTest, CapabilitiesClaimOnlyTheUnitsItHas) {
   EXPECT_TRUE(c.sharing);  // step 5
   EXPECT_TRUE(c.fabric_sharing);
   EXPECT_TRUE(c.disable_validation);
-  EXPECT_FALSE(c.managed_memory);
+  EXPECT_TRUE(c.managed_memory);  // step 6
   EXPECT_TRUE(c.map_without_access);
   EXPECT_TRUE(c.access_none_and_read);
   EXPECT_TRUE(c.cpu_visible_device_memory);
