@@ -29,8 +29,8 @@ TEST(EmuDeviceBackendTest, RefusesMachinesItCannotEmulate) {
   EXPECT_EQ(be->devices().device_count(), kMaxDevices);
 }
 
-// Steps 1-7: devices, physical memory, host services, the device MMU, blocks, sharing, copies
-// and the windows; no managed memory or host tasks yet.
+// Steps 1-7: devices, physical memory, host services, the device MMU, blocks, sharing, copies,
+// managed memory and the windows; no host tasks yet.
 TEST(EmuDeviceBackendTest, CapabilitiesClaimOnlyTheUnitsItHas) {
   testing::RecordingListener listener;
   std::unique_ptr<DeviceBackend> be;
