@@ -4,6 +4,8 @@
 
 #include <spdlog/fmt/fmt.h>
 
+#include "observability/log.h"
+
 namespace aclvmm {
 namespace {
 
@@ -26,6 +28,7 @@ struct Stream::Pending {
   uint64_t dst = 0, src = 0, size = 0;  // src 0: a fill
   Accessor who;
   const char* api = nullptr;
+  bool prefetch = false;  // kPrefetch: a failure is logged, not the stream's error
 };
 
 Stream::Stream(std::shared_ptr<dev::DeviceBackend> backend, int device, uint64_t context,
@@ -105,6 +108,11 @@ void Stream::completed(void* context, const dev::CopyOutcome& outcome) {
       st = Error(ACL_ERROR_RT_DRV_INTERNAL_ERROR, "the stream's task could not be executed: " +
                                                       self->backend_->describe(outcome.result));
     }
+  } else if (p->prefetch) {
+    if (!outcome.result.ok()) {
+      ACLVMM_LOG_WARN("RUNTIME", "managed prefetch of {} bytes at 0x{:x} failed: {}", p->size,
+                      p->dst, self->backend_->describe(outcome.result));
+    }
   } else if (!outcome.result.ok()) {
     st = labelled(p->api, p->ops->refused(outcome, p->dst, p->src, p->size, p->who));
   }
@@ -183,6 +191,19 @@ void Stream::enqueue_fill(memops::MemoryOps& ops, void* dst, uint8_t value, size
   dev::Command command;
   command.kind = dev::CommandKind::kFill;
   command.fill = ops.fill_request(dst, value, n, who);
+  submit(command, p);
+}
+
+void Stream::enqueue_prefetch(uint64_t address, uint64_t size, dev::Location target) {
+  Pending* p = new (std::nothrow) Pending;
+  if (p == nullptr) return record(Error(ACL_ERROR_RT_MEMORY_ALLOCATION, "no memory to queue the task"));
+  p->stream = this;
+  p->dst = address;
+  p->size = size;
+  p->prefetch = true;
+  dev::Command command;
+  command.kind = dev::CommandKind::kPrefetch;
+  command.prefetch = dev::PrefetchRequest{address, size, target};
   submit(command, p);
 }
 

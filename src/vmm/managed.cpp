@@ -17,15 +17,6 @@ constexpr int32_t kMixed = -2;
 
 uint64_t round_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
 
-dev::Location to_driver(const ManagedLocation& l) {
-  switch (l.type) {
-    case 1: return dev::Location::device(l.id);
-    case 2: return dev::Location::host();
-    case 3: return dev::Location::host_numa(l.id);
-    default: return dev::Location{};
-  }
-}
-
 // Collects the "managed" group of the backend's statistics into aclvmmStatsJson's object.
 class ManagedStatistics final : public dev::StatisticsVisitor {
  public:
@@ -46,6 +37,15 @@ class ManagedStatistics final : public dev::StatisticsVisitor {
 };
 
 }  // namespace
+
+dev::Location ManagedMemory::driver_location(const ManagedLocation& l) {
+  switch (l.type) {
+    case 1: return dev::Location::device(l.id);
+    case 2: return dev::Location::host();
+    case 3: return dev::Location::host_numa(l.id);
+    default: return dev::Location{};
+  }
+}
 
 Status ManagedMemory::not_allocated(uint64_t va) {
   return Error(ACL_ERROR_RT_DRV_INTERNAL_ERROR,
@@ -172,7 +172,7 @@ StatusOr<AddressRange> ManagedMemory::range_of(uint64_t va) const {
 Status ManagedMemory::advise(uint64_t va, uint64_t size, int advice, const ManagedLocation& where) {
   ACLVMM_ASSIGN_OR_RETURN(const std::shared_ptr<dev::DeviceBackend> device, backend());
   const dev::Result r = device->unified_memory().advise(
-      va, size, static_cast<dev::ManagedAdvice>(advice), to_driver(where));
+      va, size, static_cast<dev::ManagedAdvice>(advice), driver_location(where));
   if (r.condition() == dev::Condition::kInvalidArgument) {
     return Error(ACL_ERROR_RT_DRV_INTERNAL_ERROR,
                  fmt::format("location type {} id {} is not valid for this advice", where.type,
@@ -183,7 +183,7 @@ Status ManagedMemory::advise(uint64_t va, uint64_t size, int advice, const Manag
 
 Status ManagedMemory::prefetch(uint64_t va, uint64_t size, const ManagedLocation& where) {
   ACLVMM_ASSIGN_OR_RETURN(const std::shared_ptr<dev::DeviceBackend> device, backend());
-  return answer(device->unified_memory().prefetch(va, size, to_driver(where)), va, size,
+  return answer(device->unified_memory().prefetch(va, size, driver_location(where)), va, size,
                 "managed prefetch");
 }
 

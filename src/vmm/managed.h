@@ -55,6 +55,8 @@ class ManagedMemory {
   Status advise(uint64_t va, uint64_t size, int advice, const ManagedLocation& where);
   // Executed on a stream: migrates [va, va+size) to `where` (a device or the host).
   Status prefetch(uint64_t va, uint64_t size, const ManagedLocation& where);
+  // A location as the backend's unified memory takes it (device ids stay driver ids).
+  static dev::Location driver_location(const ManagedLocation& where);
   // The int32 results of one range attribute (behavior.md §10 encodings), device ids as the
   // application knows them.
   StatusOr<std::vector<int32_t>> attribute(int attribute, uint64_t va, uint64_t size,

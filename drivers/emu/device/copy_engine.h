@@ -41,12 +41,11 @@
 
 #include "drivers/backend_listener.h"
 #include "drivers/emu/device/page_table.h"
+#include "drivers/emu/unified/emu_unified.h"
 #include "drivers/injection_steps.h"
 #include "drivers/copy_engine_base.h"
 
 namespace aclvmm::dev::emu {
-
-class EmuUnified;
 
 class EmuCopyEngine final : public CopyEngineBase {
  public:
@@ -57,7 +56,9 @@ class EmuCopyEngine final : public CopyEngineBase {
       : CopyEngineBase(listener, steps::kEmuQueueThread),
         table_(table),
         unified_(unified),
-        gate_(listener ? std::optional<InjectionGate>(*listener) : std::nullopt) {}
+        gate_(listener ? std::optional<InjectionGate>(*listener) : std::nullopt) {
+    prefetch_through(unified);
+  }
   ~EmuCopyEngine() override { destroy_queues(); }
 
   CopyOutcome copy(const CopyRequest& request) override;

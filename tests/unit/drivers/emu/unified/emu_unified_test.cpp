@@ -48,7 +48,9 @@ class EmuUnifiedTest : public ::testing::Test {
     ASSERT_TRUE(EmuDeviceBackend::open(o, listener_, &be_).ok());
   }
   void TearDown() override {
-    if (base_ != 0) EXPECT_TRUE(be_->unified_memory().free(base_, FreeMode::kNormal).ok());
+    if (base_ != 0) {
+      EXPECT_TRUE(be_->unified_memory().free(base_, FreeMode::kNormal).ok());
+    }
   }
   uint64_t used(DeviceIndex d) {
     MemoryInfo info;
