@@ -139,8 +139,9 @@ CopyOutcome CommandQueues::execute(const Command& c) {
       if (c.task.run == nullptr) break;
       return CopyOutcome{c.task.run(c.completion.context), CopyOutcome::Side::kNone, 0};
     case CommandKind::kPrefetch:
-      // Unified memory is the core's until migration step 6: prefetches are host tasks.
-      return CopyOutcome{Result::from_errno(EOPNOTSUPP), CopyOutcome::Side::kNone, 0};
+      if (unified_ == nullptr) return CopyOutcome{Result::from_errno(EOPNOTSUPP), CopyOutcome::Side::kNone, 0};
+      return CopyOutcome{unified_->prefetch(c.prefetch.address, c.prefetch.size, c.prefetch.target),
+                         CopyOutcome::Side::kNone, c.prefetch.address};
   }
   return CopyOutcome{Result::from_errno(EINVAL), CopyOutcome::Side::kNone, 0};
 }

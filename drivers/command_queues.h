@@ -1,7 +1,8 @@
 // CommandQueues: the queued half of a copy engine (copy_engine.h, "Queues"), shared by the
 // backends that execute on host threads (emu, fake): one thread per queue running its commands
 // in submission order through the engine's own synchronous form (copy, fill), a host task's
-// function, or (until unified memory is the backend's, step 6) kNotSupported for kPrefetch.
+// function, or a kPrefetch through the backend's unified memory (prefetch_through; without one,
+// kNotSupported).
 // It is what the core's Stream worker was before migration step 4 (docs/device-interface.md
 // D5): the core keeps a stream's context, first error and refusals; the queue keeps none.
 //
@@ -34,6 +35,7 @@
 
 #include "drivers/backend_listener.h"
 #include "drivers/copy_engine.h"
+#include "drivers/unified_memory.h"
 
 namespace aclvmm::dev {
 
@@ -56,8 +58,13 @@ class CommandQueues {
   // Destroys every queue left (the owning engine, before its own members go: a queue's thread
   // may be in its copy()).
   void destroy_all();
+  // The unified memory whose prefetch kPrefetch commands run (UnifiedMemory::prefetch, the
+  // backend's own unit, as kCopy runs its own engine); set once, before the first queue, and it
+  // outlives this object.
+  void prefetch_through(UnifiedMemory* unified) { unified_ = unified; }
 
  private:
+  UnifiedMemory* unified_ = nullptr;
   struct Queue {
     QueueConfig config;
     std::mutex mu;

@@ -33,6 +33,8 @@ class CopyEngineBase : public CopyEngine {
   // The derived engine's destructor calls this first: a queue's thread may be running the
   // derived copy() until its queue is destroyed.
   void destroy_queues() { queues_.destroy_all(); }
+  // The unit kPrefetch commands run on (CommandQueues::prefetch_through), from the constructor.
+  void prefetch_through(UnifiedMemory* unified) { queues_.prefetch_through(unified); }
   bool live(QueueId queue) const { return queues_.live(queue); }
 
   static Result unsupported() { return Result::from_errno(EOPNOTSUPP); }

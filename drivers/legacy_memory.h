@@ -2,8 +2,7 @@
 // drv::PhysicalMemory (issue 14, migration steps 2–5; removed with drivers/driver.h in step 9).
 //
 // From step 2 the core creates physical memory through PhysicalAllocator and maps it through
-// DeviceMmu, but its copies (until step 3), exports (step 5) and managed memory (step 6) still
-// work on drv::PhysicalMemory. This bridge gives the core the very object behind a PhysicalId
+// DeviceMmu, but parts of it (exports, imports) still work on drv::PhysicalMemory. This bridge gives the core the very object behind a PhysicalId
 // (emu: the EmuPhysical's sealed memfd), and turns memory the core got the old way (an import's
 // adopted descriptor) into a PhysicalId it can map, without a second charge: that memory is
 // charged where it was created, by the exporter.
@@ -13,14 +12,6 @@
 //   know (a backend that validates ids).
 // - adopt(): a new PhysicalId over `memory` with `properties` (imported = true); charged to
 //   nobody; PhysicalAllocator::release ends it like any other id. *out only on success.
-// - charge()/uncharge(): the capacity of managed pages, which the core still keeps until step 6
-//   (its residency model): charged to the same capacity as every other memory at `location`, so
-//   the backend's ledger stays the one authority (D8) and reports them through usage_changed;
-//   kOutOfMemory when they do not fit.
-// - reserve_managed()/release_managed(): a page-aligned range of `size` bytes in
-//   WindowLayout::managed for the core's managed memory (until step 6, when UnifiedMemory
-//   places its ranges itself; step 7 took the windows out of the core); kOutOfMemory when no
-//   free range is large enough. release_managed() takes a range exactly as reserved.
 // - DeviceBackend::legacy_memory() is nullptr on a backend without drv objects (fake, hal): the
 //   core then has no old path to feed, and needs none once the migration is done.
 //
@@ -43,11 +34,6 @@ class LegacyMemory {
   virtual std::shared_ptr<drv::PhysicalMemory> memory(PhysicalId id) const = 0;
   virtual Result adopt(const PhysicalProperties& properties,
                        std::shared_ptr<drv::PhysicalMemory> memory, PhysicalId* out) = 0;
-  virtual Result charge(Location location, uint64_t bytes) = 0;
-  virtual void uncharge(Location location, uint64_t bytes) = 0;
-  // A backend without the core's managed memory (fake, hal) has no range to give.
-  virtual Result reserve_managed(uint64_t, uint64_t*) { return Result::from_errno(EOPNOTSUPP); }
-  virtual void release_managed(uint64_t, uint64_t) {}
 };
 
 }  // namespace aclvmm::dev

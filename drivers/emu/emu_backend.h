@@ -6,7 +6,7 @@
 #include <memory>
 
 #include "drivers/driver.h"
-#include "drivers/emu/fault_tracker.h"
+#include "drivers/emu/unified/fault_tracker.h"
 
 namespace aclvmm::drv::emu {
 

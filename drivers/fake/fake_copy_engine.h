@@ -25,7 +25,9 @@ class FakeCopyEngine final : public CopyEngineBase {
  public:
   FakeCopyEngine(FakeMachine& machine, FakeMmu& mmu, FakeUnified& unified)
       : CopyEngineBase(&machine.listener(), nullptr), machine_(machine), mmu_(mmu),
-        unified_(unified) {}
+        unified_(unified) {
+    prefetch_through(&unified);
+  }
   ~FakeCopyEngine() override { destroy_queues(); }
 
   CopyOutcome copy(const CopyRequest& request) override;

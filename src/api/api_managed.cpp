@@ -46,14 +46,8 @@ Status prefetch_on(aclrtStream stream, std::vector<std::pair<uint64_t, uint64_t>
                    ManagedLocation where) {
   ACLVMM_ASSIGN_OR_RETURN(const std::shared_ptr<Stream> s,
                           Runtime::get().resolve_stream(api::token(stream)));
-  s->enqueue([ranges = std::move(ranges), where] {
-    for (const auto& [va, size] : ranges) {
-      Status st = Runtime::get().managed().prefetch(va, size, where);
-      // The vendor only logs driver-side prefetch failures; the call already succeeded.
-      if (!st.ok()) ACLVMM_LOG_WARN("RUNTIME", "managed prefetch failed: {}", st.message());
-    }
-    return Status::Ok();
-  });
+  // kPrefetch commands, in stream order; the vendor only logs driver-side prefetch failures.
+  for (const auto& [va, size] : ranges) s->enqueue_prefetch(va, size, ManagedMemory::driver_location(where));
   return Status::Ok();
 }
 

@@ -81,13 +81,12 @@ enum class LockRank : uint8_t {
   // prepare handlers take (ShareService registered its handler last); the backend's own
   // sharing lock follows in DeviceBackend::prepare_fork.
   kShareService,
-  // ManagedMemory::life_mu_ (src/vmm/managed.h): starting and stopping fault tracking, held across
-  // the fault thread's join, which the ranges' lock cannot be (the thread takes it). Taken under
-  // the runtime's teardown; takes the ranges' lock (and the backend's fault tracker, a leaf).
+  // ManagedMemory::change_mu_ (src/vmm/managed.h): an allocation or free of managed memory across
+  // the backend's UnifiedMemory call and the change of the core's records. Taken under the
+  // runtime's teardown; takes the records' lock (and the backend's unit, whose locks are its own).
   kManagedLifetime,
-  // ManagedMemory::mu_: the managed ranges, their pages' residency and the LRU. Taken by
-  // allocations, migrations and the fault thread; takes the device pools (charges), the trace
-  // and the log (and the backend's fault tracker and CPU views, leaves).
+  // ManagedMemory::mu_: the core's records of the managed ranges (residency, the LRU and the fault
+  // thread are the backend's since step 6). Takes nothing.
   kManagedRanges,
   // AddressSpace::mu_ (src/vmm/address_space.h): the region tree and the copy of the windows'
   // layout. Exclusive to add or remove a region (and so around every reserve and release of the
@@ -131,7 +130,7 @@ constexpr const char* lock_rank_name(LockRank rank) {
   switch (rank) {
     case LockRank::kRuntimeLifetime: return "Runtime::mu_ (runtime lifetime)";
     case LockRank::kShareService: return "ShareService::mu_ (sharing)";
-    case LockRank::kManagedLifetime: return "ManagedMemory::life_mu_ (fault tracking lifetime)";
+    case LockRank::kManagedLifetime: return "ManagedMemory::change_mu_ (managed allocations)";
     case LockRank::kManagedRanges: return "ManagedMemory::mu_ (managed ranges)";
     case LockRank::kRegionTree: return "AddressSpace::mu_ (region tree)";
     case LockRank::kRegionMappings: return "Region::mu (a region's mappings)";

@@ -102,18 +102,6 @@ void DeviceUsage::connect(dev::DeviceIndex device, std::shared_ptr<MemoryPool> p
   pools_[slot].store(owned_[slot].get(), std::memory_order_release);
 }
 
-bool LedgerAuthority::charge(uint64_t bytes) {
-  const std::shared_ptr<dev::DeviceBackend> device = device_.lock();
-  dev::LegacyMemory* bridge = device ? device->legacy_memory() : nullptr;
-  return bridge != nullptr && bridge->charge(location_, bytes).ok();
-}
-
-void LedgerAuthority::uncharge(uint64_t bytes) {
-  const std::shared_ptr<dev::DeviceBackend> device = device_.lock();
-  dev::LegacyMemory* bridge = device ? device->legacy_memory() : nullptr;
-  if (bridge != nullptr) bridge->uncharge(location_, bytes);
-}
-
 StatusOr<std::shared_ptr<dev::DeviceBackend>> open_device(const Config& config) {
   dev::BackendOptions options;
   options.emulation.soc = config.product.soc;
@@ -151,17 +139,13 @@ void connect_pools(const std::shared_ptr<dev::DeviceBackend>& device,
   try {
     for (size_t d = 0; d < pools.size() && d < dev::kMaxDevices; ++d) {
       if (!pools[d]) continue;
-      pools[d]->attach(std::make_shared<LedgerAuthority>(
-          device, dev::Location::device(static_cast<dev::DeviceIndex>(d))));
       with->usage->connect(static_cast<dev::DeviceIndex>(d), pools[d]);
     }
     if (host) {
-      host->attach(std::make_shared<LedgerAuthority>(device, dev::Location::host()));
       with->usage->connect(dev::kNoDevice, host);
     }
   } catch (const std::bad_alloc&) {
-    // A pool without its authority counts managed pages itself; the ledger still refuses blocks
-    // and physical memory, and its reports still reach the pools connected so far.
+    // The ledger still refuses; its reports still reach the pools connected so far.
     ACLVMM_LOG_WARN("RUNTIME", "no memory to connect the memory pools to the device backend");
   }
 }

@@ -11,8 +11,8 @@
 // (kOutOfMemory, 207001 at the API) and reports every change through usage_changed. Each opened
 // backend reports to its own DeviceUsage (open_device), which moves the pools of the runtime
 // start that opened it (connect_pools: aclrtGetMemInfo's numbers and the statistics segment's
-// counters) and the process's sums here (reported_usage). Managed pages, still the core's until
-// step 6, charge the same ledger through their pool (LedgerAuthority).
+// counters) and the process's sums here (reported_usage). Managed pages are the backend's
+// (step 6): its UnifiedMemory charges them to the same ledger, which reports them likewise.
 //
 // Threading: every method from any thread (backend threads included); injection takes the
 // registry's leaf lock only while a rule is armed; nothing else locks.
@@ -68,27 +68,12 @@ class DeviceUsage final : public dev::BackendListener {
   std::atomic<MemoryPool*> pools_[dev::kMaxDevices + 1] = {};
 };
 
-// A pool's authority: the ledger of one location of a backend (through LegacyMemory, until
-// managed memory moves in step 6). Holds the backend weakly: a pool never keeps it alive, and a
-// charge after the backend has gone is refused.
-class LedgerAuthority final : public CapacityAuthority {
- public:
-  LedgerAuthority(std::weak_ptr<dev::DeviceBackend> device, dev::Location location)
-      : device_(std::move(device)), location_(location) {}
-  bool charge(uint64_t bytes) override;
-  void uncharge(uint64_t bytes) override;
-
- private:
-  const std::weak_ptr<dev::DeviceBackend> device_;
-  const dev::Location location_;
-};
-
 // Opens the configured backend ("emu") with the options of `config` (the SoC's memory size when
 // ACLVMM_DEVICE_MEMORY is not set), behind the injection decorator, reporting to a DeviceUsage of
 // its own.
 StatusOr<std::shared_ptr<dev::DeviceBackend>> open_device(const Config& config);
 // Makes `pools` (by physical device id) and `host` the mirrors of what `device` (from
-// open_device) reports, with its ledger as their authority. A no-op for another backend.
+// open_device) reports (its ledger is the authority, D8). A no-op for another backend.
 void connect_pools(const std::shared_ptr<dev::DeviceBackend>& device,
                    const std::vector<std::shared_ptr<MemoryPool>>& pools,
                    const std::shared_ptr<MemoryPool>& host);

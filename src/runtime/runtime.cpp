@@ -104,8 +104,6 @@ Runtime& Runtime::get() {
 void Runtime::replace_in_forked_child() {
   Runtime* inherited = g_runtime.load(std::memory_order_relaxed);
   if (!inherited) return;
-  // Its descriptor is the parent's: reading it would take the parent's faults.
-  if (inherited->backend_) inherited->backend_->fault_tracker().abandon();
   Runtime* fresh = new Runtime(inherited->generation_ + 1);
   fresh->inherited_ = inherited;
   g_runtime.store(fresh, std::memory_order_release);
@@ -153,7 +151,7 @@ Status Runtime::start_locked() {
   ACLVMM_ASSIGN_OR_RETURN(const Config* published, config_.publish(std::move(cfg)));
   const Config& config = *published;
   space_.attach_device(device_);
-  managed_.attach(backend_.get(), device_->windows().layout().managed, device_->legacy_memory());
+  managed_.attach(device_->windows().layout().managed);
   devices_.assign(config.device_count, Device{});
   // Best effort: without a segment the pools simply have no mirror.
   std::vector<UsageMirror> mirrors = SmiPublisher::get().publish(device_->host(), config);

@@ -4,6 +4,8 @@
 
 #include <spdlog/fmt/fmt.h>
 
+#include "observability/log.h"
+
 namespace aclvmm {
 namespace {
 
@@ -26,6 +28,7 @@ struct Stream::Pending {
   uint64_t dst = 0, src = 0, size = 0;  // src 0: a fill
   Accessor who;
   const char* api = nullptr;
+  bool prefetch = false;  // kPrefetch: a failure is logged, not the stream's error
 };
 
 Stream::Stream(std::shared_ptr<dev::DeviceBackend> backend, int device, uint64_t context,
@@ -105,6 +108,11 @@ void Stream::completed(void* context, const dev::CopyOutcome& outcome) {
       st = Error(ACL_ERROR_RT_DRV_INTERNAL_ERROR, "the stream's task could not be executed: " +
                                                       self->backend_->describe(outcome.result));
     }
+  } else if (p->prefetch) {
+    if (!outcome.result.ok()) {
+      ACLVMM_LOG_WARN("RUNTIME", "managed prefetch of {} bytes at 0x{:x} failed: {}", p->size,
+                      p->dst, self->backend_->describe(outcome.result));
+    }
   } else if (!outcome.result.ok()) {
     st = labelled(p->api, p->ops->refused(outcome, p->dst, p->src, p->size, p->who));
   }
@@ -165,10 +173,6 @@ void Stream::enqueue(Task task) {
 
 void Stream::enqueue_copy(memops::MemoryOps& ops, void* dst, const void* src, size_t n,
                           const Accessor& who, const char* api) {
-  if (ops.on_core_path(dst, src)) {
-    // Managed memory is the core's until step 6: its copies run as the core's own code.
-    return enqueue([&ops, dst, src, n, who, api] { return labelled(api, ops.copy(dst, src, n, who)); });
-  }
   Pending* p = new (std::nothrow) Pending;
   if (p == nullptr) return record(Error(ACL_ERROR_RT_MEMORY_ALLOCATION, "no memory to queue the task"));
   *p = Pending{this, nullptr, Status(), &ops, reinterpret_cast<uint64_t>(dst),
@@ -181,17 +185,25 @@ void Stream::enqueue_copy(memops::MemoryOps& ops, void* dst, const void* src, si
 
 void Stream::enqueue_fill(memops::MemoryOps& ops, void* dst, uint8_t value, size_t n,
                           const Accessor& who, const char* api) {
-  if (ops.on_core_path(dst, nullptr)) {
-    return enqueue([&ops, dst, value, n, who, api] {
-      return labelled(api, ops.fill(dst, value, n, who));
-    });
-  }
   Pending* p = new (std::nothrow) Pending;
   if (p == nullptr) return record(Error(ACL_ERROR_RT_MEMORY_ALLOCATION, "no memory to queue the task"));
   *p = Pending{this, nullptr, Status(), &ops, reinterpret_cast<uint64_t>(dst), 0, n, who, api};
   dev::Command command;
   command.kind = dev::CommandKind::kFill;
   command.fill = ops.fill_request(dst, value, n, who);
+  submit(command, p);
+}
+
+void Stream::enqueue_prefetch(uint64_t address, uint64_t size, dev::Location target) {
+  Pending* p = new (std::nothrow) Pending;
+  if (p == nullptr) return record(Error(ACL_ERROR_RT_MEMORY_ALLOCATION, "no memory to queue the task"));
+  p->stream = this;
+  p->dst = address;
+  p->size = size;
+  p->prefetch = true;
+  dev::Command command;
+  command.kind = dev::CommandKind::kPrefetch;
+  command.prefetch = dev::PrefetchRequest{address, size, target};
   submit(command, p);
 }
 

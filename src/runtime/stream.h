@@ -9,11 +9,11 @@
 // starts with the stream, so a stream that cannot have one is never handed out (207008)
 // instead of failing later.
 //
-// Commands: copies and fills outside the managed window are kCopy / kFill commands, translated
-// by the backend when they execute (D4: a copy queued before an unmap of its range fails at the
-// stream's synchronisation); everything else (emulated kernels, copies that touch managed
-// memory, prefetches until managed memory is the backend's in step 6) is a kHostTask running a
-// core function on the queue's thread.
+// Commands: copies and fills are kCopy / kFill commands, translated by the backend when they
+// execute (D4: a copy queued before an unmap of its range fails at the stream's
+// synchronisation; managed pages migrate for the executing device then); managed prefetches
+// kPrefetch commands; emulated kernels a kHostTask running a core function on the queue's
+// thread.
 //
 // Tasks run device work, and device work cannot wait for the device: a call that would wait for
 // stream work from a thread that is executing a task (running()) is refused with 107000 by the
@@ -63,6 +63,9 @@ class Stream {
                     const Accessor& who, const char* api);
   void enqueue_fill(memops::MemoryOps& ops, void* dst, uint8_t value, size_t n,
                     const Accessor& who, const char* api);
+  // A managed prefetch (kPrefetch: the backend's unified memory, in stream order). Its failure
+  // is only logged, as the vendor's driver-side prefetch failures are: the call succeeded.
+  void enqueue_prefetch(uint64_t address, uint64_t size, dev::Location target);
   // Waits for every task submitted so far; returns the first failure since the last call.
   // From a task: 107000 at once (refuse_from_task).
   Status synchronize();

@@ -21,6 +21,8 @@ Status no_engine() {
 }  // namespace
 
 dev::CopyEndpoint MemoryOps::endpoint(uint64_t va) const {
+  // Managed memory: its residency is the backend's, applied when the copy runs.
+  if (managed_.in_window(va)) return dev::CopyEndpoint{va, dev::EndpointKind::kManaged};
   // Plain process memory is what the core's records do not know; everything else (device and
   // host blocks, VMM mappings, and addresses in the windows that nothing holds, which the
   // engine then refuses) is behind the device MMU. aclrtMallocHost blocks go to the engine too,
@@ -37,17 +39,27 @@ dev::Executor MemoryOps::executor(const Accessor& who) {
   return dev::Executor{who.device < 0 ? dev::kNoDevice : who.device, who.peer_mask};
 }
 
+Status MemoryOps::side_refused(uint64_t va, uint64_t n, bool write, const Accessor& who) const {
+  if (managed_.in_window(va)) return managed_.covered(va, n);
+  Translation t;
+  return space_.translate(va, n, write, who, &t);
+}
+
 Status MemoryOps::refused(const dev::CopyOutcome& out, uint64_t dst, uint64_t src, uint64_t n,
                           const Accessor& who) const {
   // The failure path only: the core's records say why, in the order the core always checked
   // (the destination's range first, then the source's), with today's codes and words.
-  Translation t;
-  ACLVMM_RETURN_IF_ERROR(space_.translate(dst, n, true, who, &t));
-  if (src != 0) ACLVMM_RETURN_IF_ERROR(space_.translate(src, n, false, who, &t));
-  // The records allow the range: a bad process pointer, an injected failure, or a mapping that
-  // changed while the copy ran. The engine's side and first address say where.
+  ACLVMM_RETURN_IF_ERROR(side_refused(dst, n, true, who));
+  if (src != 0) ACLVMM_RETURN_IF_ERROR(side_refused(src, n, false, who));
   const bool source = out.failed_side == dev::CopyOutcome::Side::kSource;
   const uint64_t va = out.failed_address;
+  if (out.result.condition() == dev::Condition::kOutOfMemory && managed_.in_window(va)) {
+    // A migration found the executing device full with nothing of its own to evict.
+    return Error(ACL_ERROR_RT_MEMORY_ALLOCATION,
+                 "device " + std::to_string(who.device) + " has no room for a managed page");
+  }
+  // The records allow the range: a bad process pointer, an injected failure, or a mapping that
+  // changed while the copy ran. The engine's side and first address say where.
   const bool process = endpoint(va).kind == dev::EndpointKind::kHostMemory;
   std::string what = source ? "reading " : "writing ";
   what += process ? "the host buffer" : "device memory";
@@ -64,7 +76,6 @@ Status MemoryOps::refused(const dev::CopyOutcome& out, uint64_t dst, uint64_t sr
 
 Status MemoryOps::copy(void* dst, const void* src, size_t n, const Accessor& who) {
   const uint64_t d = reinterpret_cast<uint64_t>(dst), s = reinterpret_cast<uint64_t>(src);
-  if (on_core_path(dst, src)) return managed_copy(dst, src, n, who);
   const std::shared_ptr<dev::DeviceBackend>& device = rt_.device();
   if (!device) return no_engine();
   const dev::CopyOutcome out = device->copy_engine().copy(copy_request(dst, src, n, who));
@@ -73,7 +84,6 @@ Status MemoryOps::copy(void* dst, const void* src, size_t n, const Accessor& who
 
 Status MemoryOps::fill(void* dst, uint8_t value, size_t n, const Accessor& who) {
   const uint64_t d = reinterpret_cast<uint64_t>(dst);
-  if (on_core_path(dst, nullptr)) return managed_fill(dst, value, n, who);
   const std::shared_ptr<dev::DeviceBackend>& device = rt_.device();
   if (!device) return no_engine();
   const dev::CopyOutcome out = device->copy_engine().fill(fill_request(dst, value, n, who));

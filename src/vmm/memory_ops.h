@@ -4,9 +4,10 @@
 //
 // The core only classifies each side (its pointer index: managed window, memory it knows behind
 // the device MMU, or plain process memory) and, on a failed outcome only, asks its own
-// bookkeeping (AddressSpace::translate) why, for today's messages and codes (507899; 107002 for
-// device memory without a current context). Copies and fills that touch the managed window keep
-// the core's own path (memory_ops_managed.cpp) until managed memory is the backend's (step 6).
+// bookkeeping (AddressSpace::translate, ManagedMemory's ranges) why, for today's messages and
+// codes (507899; 107002 for device memory without a current context; 207001 for a managed page
+// that found its device full). The managed window's side is a kManaged endpoint: the backend's
+// UnifiedMemory migrates its pages for the executing device when the copy runs (step 6).
 #pragma once
 
 #include <cstddef>
@@ -35,13 +36,8 @@ class MemoryOps {
   Status copy(void* dst, const void* src, size_t n, const Accessor& who);
   Status fill(void* dst, uint8_t value, size_t n, const Accessor& who);
 
-  // Queued copies and fills (Stream::enqueue_copy / enqueue_fill): whether a copy from src (null:
-  // a fill) into dst runs the core's own path (the managed window, until step 6), and otherwise
-  // the request a kCopy / kFill command carries (translated by the backend when it runs, D4).
-  bool on_core_path(const void* dst, const void* src) const {
-    return managed_.in_window(reinterpret_cast<uint64_t>(dst)) ||
-           (src != nullptr && managed_.in_window(reinterpret_cast<uint64_t>(src)));
-  }
+  // Queued copies and fills (Stream::enqueue_copy / enqueue_fill): the request a kCopy / kFill
+  // command carries (translated by the backend when it runs, D4).
   dev::CopyRequest copy_request(void* dst, const void* src, size_t n, const Accessor& who) const {
     return dev::CopyRequest{endpoint(reinterpret_cast<uint64_t>(dst)),
                             endpoint(reinterpret_cast<uint64_t>(src)), n, executor(who)};
@@ -50,8 +46,8 @@ class MemoryOps {
     return dev::FillRequest{endpoint(reinterpret_cast<uint64_t>(dst)), value, n, executor(who)};
   }
 
-  // The endpoint the copy engine gets for va (kHostMemory or kMapped; never called for the
-  // managed window).
+  // The endpoint the copy engine gets for va (kManaged in the managed window, else kHostMemory
+  // or kMapped).
   dev::CopyEndpoint endpoint(uint64_t va) const;
   static dev::Executor executor(const Accessor& who);
   // The Status of a failed outcome of a copy from src to dst (src == 0 for a fill): the core's
@@ -60,11 +56,8 @@ class MemoryOps {
                  const Accessor& who) const;
 
  private:
-  // memory_ops_managed.cpp: the core's own path, for copies and fills that touch the managed
-  // window (every side translated by the core, managed pages migrated for the executor).
-  Status translate(uint64_t va, uint64_t n, bool write, const Accessor& who, Translation* out);
-  Status managed_copy(void* dst, const void* src, size_t n, const Accessor& who);
-  Status managed_fill(void* dst, uint8_t value, size_t n, const Accessor& who);
+  // The core's records' reason to refuse one side, if they have one.
+  Status side_refused(uint64_t va, uint64_t n, bool write, const Accessor& who) const;
 
   RuntimeServices& rt_;
   AddressSpace& space_;

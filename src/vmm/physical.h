@@ -23,10 +23,10 @@ struct UsageMirror {
   std::atomic<uint64_t>* used = nullptr;
 };
 
-// Where a pool's charges go when the device backend keeps the capacity (D8): the backend's
-// ledger for one location. Only managed pages charge a pool now (managed memory is the core's
-// until migration step 6); blocks and physical memory are charged by the backend when it makes
-// them, and every charge comes back to the pool as a usage_changed delta (mirror()).
+// Where a pool's charges go when something else keeps the capacity (D8). Since migration step 6
+// nothing of the core charges a pool: blocks, physical memory and managed pages are charged by
+// the device backend when it makes or moves them, and every charge comes back to the pool as a
+// usage_changed delta (mirror()). Kept for the pools' own unit tests.
 class CapacityAuthority {
  public:
   virtual ~CapacityAuthority() = default;

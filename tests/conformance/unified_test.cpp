@@ -1,8 +1,8 @@
 // Conformance of UnifiedMemory (docs/device-interface.md §9, C37-C43): managed ranges, the
 // residency policy a device access applies through the copy engine's kManaged endpoints, the
-// CPU's faults (the harness's cpu_access), advice, eviction, attributes and synchronous prefetch
-// (the queued form, CommandKind::kPrefetch, comes with the queues, step 4). Counts are read from
-// the backend's "managed" statistics group, events from the listener.
+// CPU's faults (the harness's cpu_access), advice, eviction, attributes and synchronous prefetch;
+// and C27, the queued form (CommandKind::kPrefetch) in order with a queue's copies. Counts are
+// read from the backend's "managed" statistics group, events from the listener.
 // A backend without the unit (capability managed_memory false) skips every case.
 #include <algorithm>
 #include <cstring>
@@ -357,6 +357,54 @@ TEST_P(UnifiedConformance, C43_PrefetchMovesPagesThereAndBack) {
   ASSERT_TRUE(cpu_read(base + kPage, got.data(), got.size()).ok());
   EXPECT_EQ(got, pattern);
   EXPECT_EQ(stat("host_faults"), 0u);
+}
+
+// C27: a kPrefetch runs in queue order with the copies around it: the page written before it is
+// on the device when the copy after it reads there (no device fault), and a prefetch of nothing
+// fails alone (kBadAddress) while the queue goes on.
+TEST_P(UnifiedConformance, C27_QueuedPrefetchIsOrderedWithCopies) {
+  const uint64_t base = allocate(kPage);
+  ASSERT_NE(base, 0u);
+  const uint64_t free1 = device_free(1);
+  dev::QueueConfig config;
+  config.device = 1;
+  dev::QueueId queue;
+  ASSERT_TRUE(be().copy_engine().create_queue(config, &queue).ok());
+  struct Outcomes {
+    std::vector<Condition> seen;
+  } outcomes;
+  auto done = [](void* context, const dev::CopyOutcome& o) {
+    static_cast<Outcomes*>(context)->seen.push_back(o.result.condition());
+  };
+  const std::vector<uint8_t> pattern(8192, 0x6b);
+  std::vector<uint8_t> got(pattern.size());
+  dev::Command write, ahead, nowhere, read;
+  write.kind = dev::CommandKind::kCopy;
+  write.copy = CopyRequest{CopyEndpoint{base + 4096, EndpointKind::kManaged},
+                           CopyEndpoint{reinterpret_cast<uint64_t>(pattern.data()), EndpointKind::kHostMemory},
+                           pattern.size(), Executor{dev::kNoDevice, 0}};
+  ahead.kind = dev::CommandKind::kPrefetch;
+  ahead.prefetch = dev::PrefetchRequest{base, kPage, Location::device(1)};
+  nowhere.kind = dev::CommandKind::kPrefetch;
+  nowhere.prefetch = dev::PrefetchRequest{base + 64 * kPage, kPage, Location::device(1)};
+  read.kind = dev::CommandKind::kCopy;
+  read.copy = CopyRequest{CopyEndpoint{reinterpret_cast<uint64_t>(got.data()), EndpointKind::kHostMemory},
+                          CopyEndpoint{base + 4096, EndpointKind::kManaged}, got.size(), Executor{1, 0}};
+  dev::Fence fence = 0;
+  for (dev::Command* c : {&write, &ahead, &nowhere, &read}) {
+    c->completion = {done, &outcomes};
+    ASSERT_TRUE(be().copy_engine().submit(queue, *c, &fence).ok());
+  }
+  ASSERT_TRUE(be().copy_engine().wait(queue, fence, -1).ok());
+  be().copy_engine().destroy_queue(queue);
+  EXPECT_EQ(outcomes.seen, (std::vector<Condition>{Condition::kOk, Condition::kOk,
+                                                   Condition::kBadAddress, Condition::kOk}));
+  EXPECT_EQ(got, pattern);
+  EXPECT_EQ(attr1(ManagedAttribute::kLastPrefetchLocation, base, kPage), 1);
+  if (!residency()) return;
+  EXPECT_EQ(stat("prefetch_bytes"), kPage);
+  EXPECT_EQ(stat("device_faults"), 0u) << "the read found the page already there";
+  EXPECT_EQ(device_free(1), free1 - kPage);
 }
 
 ACLVMM_CONFORMANCE_SUITE(UnifiedConformance);

@@ -9,6 +9,7 @@
 #include "drivers/emu/device/hazard.h"
 #include "drivers/emu/device/physical_object.h"
 #include "drivers/emu/host_copy.h"
+#include "drivers/emu/unified/emu_unified.h"
 #include "drivers/injection_steps.h"
 
 namespace aclvmm::dev::emu {
@@ -16,10 +17,11 @@ namespace {
 
 using Side = CopyOutcome::Side;
 
-// One endpoint's piece: the memory a mapped range reaches (with the copy's own reference), or
-// process memory (memory == nullptr) at `address`.
+// One endpoint's piece: the memory a mapped range reaches (with the copy's own reference), the
+// memfd of a managed range (`managed`, likewise held), or process memory (neither) at `address`.
 struct Piece {
   EmuPhysical* memory = nullptr;
+  std::shared_ptr<drv::PhysicalMemory> managed;
   uint64_t offset = 0;
   uint64_t length = 0;
   Piece() = default;
@@ -27,6 +29,10 @@ struct Piece {
   Piece& operator=(const Piece&) = delete;
   ~Piece() {
     if (memory != nullptr) memory->drop();
+  }
+  // The bytes of a device-side piece; nullptr for process memory.
+  drv::PhysicalMemory* bytes() const {
+    return memory != nullptr ? &memory->memory() : managed.get();
   }
 };
 
@@ -116,26 +122,28 @@ CopyOutcome move(const Gate& gate, const Piece& s, uint64_t src_va, const Piece&
                  uint64_t dst_va, uint64_t len) {
   auto* host_src = reinterpret_cast<const void*>(src_va);
   auto* host_dst = reinterpret_cast<void*>(dst_va);
-  if (s.memory != nullptr) {
+  drv::PhysicalMemory* const from = s.bytes();
+  drv::PhysicalMemory* const to = d.bytes();
+  if (from != nullptr) {
     if (Result r = injected(gate, steps::kEmuMemfdRead); !r.ok()) {
       return CopyOutcome{r, Side::kSource, src_va};
     }
   }
-  if (d.memory != nullptr) {
+  if (to != nullptr) {
     if (Result r = injected(gate, steps::kEmuMemfdWrite); !r.ok()) {
       return CopyOutcome{r, Side::kDestination, dst_va};
     }
   }
   int rc = 0;
   Side side = Side::kDestination;
-  if (s.memory != nullptr && d.memory != nullptr) {
-    rc = s.memory->memory().copy_to(s.offset, d.memory->memory(), d.offset, len);
-  } else if (s.memory != nullptr) {
-    rc = s.memory->memory().read(s.offset, host_dst, len);
+  if (from != nullptr && to != nullptr) {
+    rc = from->copy_to(s.offset, *to, d.offset, len);
+  } else if (from != nullptr) {
+    rc = from->read(s.offset, host_dst, len);
     if (rc == -EFAULT) return host_fault(Side::kDestination, dst_va, len, true);
     side = Side::kSource;
-  } else if (d.memory != nullptr) {
-    rc = d.memory->memory().write(d.offset, host_src, len);
+  } else if (to != nullptr) {
+    rc = to->write(d.offset, host_src, len);
     if (rc == -EFAULT) return host_fault(Side::kSource, src_va, len, false);
   } else {
     if (Result r = injected(gate, steps::kEmuHostCopy); !r.ok()) {
@@ -150,14 +158,30 @@ CopyOutcome move(const Gate& gate, const Piece& s, uint64_t src_va, const Piece&
   return CopyOutcome{};
 }
 
+// The piece of endpoint `e` at `done` bytes into the copy: through the page table (kMapped, in
+// hazard slot 1 when written, else 0), the managed range's memfd (kManaged), or the rest of the
+// process memory as it is.
+Result piece(const EmuPageTable& table, const EmuUnified* unified, const CopyEndpoint& e,
+             uint64_t done, uint64_t left, bool write, const Executor& who, Piece* out) {
+  switch (e.kind) {
+    case EndpointKind::kMapped:
+      return reach(table, write ? 1 : 0, e.address + done, left, write, who, out);
+    case EndpointKind::kManaged:
+      return unified->reach(e.address + done, left, &out->managed, &out->offset, &out->length);
+    default:
+      return Result::success();
+  }
+}
+
 }  // namespace
 
 CopyOutcome EmuCopyEngine::copy(const CopyRequest& request) {
   const CopyEndpoint& src = request.src;
   const CopyEndpoint& dst = request.dst;
   CopyOutcome refused;
-  if (!admissible(src, request.size, Side::kSource, &refused) ||
-      !admissible(dst, request.size, Side::kDestination, &refused)) {
+  const bool managed = unified_ != nullptr;
+  if (!admissible(src, request.size, Side::kSource, &refused, managed) ||
+      !admissible(dst, request.size, Side::kDestination, &refused, managed)) {
     return refused;
   }
   if (src.kind == EndpointKind::kMapped) {
@@ -170,17 +194,25 @@ CopyOutcome EmuCopyEngine::copy(const CopyRequest& request) {
                         Side::kDestination);
     if (!refused.result.ok()) return refused;
   }
+  // Managed sides: the residency policy for the executor, the destination's pages first (as
+  // the core's own path applied it before step 6), before a byte moves.
+  if (dst.kind == EndpointKind::kManaged) {
+    Result r = unified_->prepare(dst.address, request.size, true, request.executor);
+    if (!r.ok()) return failure(r, Side::kDestination, dst.address);
+  }
+  if (src.kind == EndpointKind::kManaged) {
+    Result r = unified_->prepare(src.address, request.size, false, request.executor);
+    if (!r.ok()) return failure(r, Side::kSource, src.address);
+  }
   for (uint64_t done = 0; done < request.size;) {
     const uint64_t left = request.size - done;
     Piece s, d;
     s.length = d.length = left;
-    if (src.kind == EndpointKind::kMapped) {
-      Result r = reach(table_, 0, src.address + done, left, false, request.executor, &s);
-      if (!r.ok()) return failure(r, Side::kSource, src.address + done);
+    if (Result r = piece(table_, unified_, src, done, left, false, request.executor, &s); !r.ok()) {
+      return failure(r, Side::kSource, src.address + done);
     }
-    if (dst.kind == EndpointKind::kMapped) {
-      Result r = reach(table_, 1, dst.address + done, left, true, request.executor, &d);
-      if (!r.ok()) return failure(r, Side::kDestination, dst.address + done);
+    if (Result r = piece(table_, unified_, dst, done, left, true, request.executor, &d); !r.ok()) {
+      return failure(r, Side::kDestination, dst.address + done);
     }
     const uint64_t len = std::min(s.length, d.length);
     CopyOutcome moved = move(gate_, s, src.address + done, d, dst.address + done, len);
@@ -193,7 +225,13 @@ CopyOutcome EmuCopyEngine::copy(const CopyRequest& request) {
 CopyOutcome EmuCopyEngine::fill(const FillRequest& request) {
   const CopyEndpoint& dst = request.dst;
   CopyOutcome refused;
-  if (!admissible(dst, request.size, Side::kDestination, &refused)) return refused;
+  if (!admissible(dst, request.size, Side::kDestination, &refused, unified_ != nullptr)) {
+    return refused;
+  }
+  if (dst.kind == EndpointKind::kManaged) {
+    Result r = unified_->prepare(dst.address, request.size, true, request.executor);
+    if (!r.ok()) return failure(r, Side::kDestination, dst.address);
+  }
   if (dst.kind == EndpointKind::kMapped) {
     refused = reachable(table_, 1, dst.address, request.size, true, request.executor,
                         Side::kDestination);
@@ -211,14 +249,17 @@ CopyOutcome EmuCopyEngine::fill(const FillRequest& request) {
   }
   for (uint64_t done = 0; done < request.size;) {
     Piece d;
-    Result r = reach(table_, 1, dst.address + done, request.size - done, true, request.executor,
-                     &d);
+    Result r = piece(table_, unified_, dst, done, request.size - done, true, request.executor, &d);
     if (!r.ok()) return failure(r, Side::kDestination, dst.address + done);
     if (Result f = injected(gate_, steps::kEmuMemfdFill); !f.ok()) {
       return failure(f, Side::kDestination, dst.address + done);
     }
-    const int rc = d.memory->memory().fill(d.offset, request.value, d.length);
-    if (rc != 0) return failure(Result::from_raw(rc), Side::kDestination, dst.address + done);
+    Result filled = Result::from_raw(d.bytes()->fill(d.offset, request.value, d.length));
+    // A zero fill punches a hole; fault tracking hands the CPU existing pages only.
+    if (filled.ok() && d.managed && request.value == 0) {
+      filled = unified_->populate(*d.managed, d.offset, d.length);
+    }
+    if (!filled.ok()) return failure(filled, Side::kDestination, dst.address + done);
     done += d.length;
   }
   return CopyOutcome{};

@@ -14,8 +14,12 @@
 // before step 3); the pieces are then translated again as they are moved. Bytes move through the object's memfd (MemfdMemory read / write / copy_to / fill).
 // kHostMemory endpoints are process memory reached by the guarded host copy (host_copy.h): a bad
 // pointer is -EFAULT, never a fault; the first address that cannot be reached is then found by
-// probing the host range page by page (the failure path only). kManaged: kNotSupported until
-// unified memory is the backend's (step 6).
+// probing the host range page by page (the failure path only). kManaged endpoints are managed
+// memory (unified/emu_unified.h): before a byte moves, the unit applies its residency policy for
+// the executor to the whole range (the destination first), so a refused migration (kBadAddress,
+// kOutOfMemory: the device is full with nothing to evict) moves no byte; the bytes then move
+// through the range's memfd, one piece per range, with the same steps as device memory (and
+// emu.memfd.populate after a zero fill, which fault tracking needs).
 //
 // Failure injection: the engine checks the steps of the work it does, once per piece (one
 // piece per page-table entry, or per pair of entries for a device-to-device copy), through the
@@ -37,6 +41,7 @@
 
 #include "drivers/backend_listener.h"
 #include "drivers/emu/device/page_table.h"
+#include "drivers/emu/unified/emu_unified.h"
 #include "drivers/injection_steps.h"
 #include "drivers/copy_engine_base.h"
 
@@ -45,10 +50,15 @@ namespace aclvmm::dev::emu {
 class EmuCopyEngine final : public CopyEngineBase {
  public:
   // `listener` (may be null: no step is ever injected) must outlive the engine.
-  explicit EmuCopyEngine(const EmuPageTable& table, BackendListener* listener = nullptr)
+  // `unified` (may be null: kManaged endpoints are kNotSupported) must outlive the engine.
+  explicit EmuCopyEngine(const EmuPageTable& table, BackendListener* listener = nullptr,
+                         EmuUnified* unified = nullptr)
       : CopyEngineBase(listener, steps::kEmuQueueThread),
         table_(table),
-        gate_(listener ? std::optional<InjectionGate>(*listener) : std::nullopt) {}
+        unified_(unified),
+        gate_(listener ? std::optional<InjectionGate>(*listener) : std::nullopt) {
+    prefetch_through(unified);
+  }
   ~EmuCopyEngine() override { destroy_queues(); }
 
   CopyOutcome copy(const CopyRequest& request) override;
@@ -56,6 +66,7 @@ class EmuCopyEngine final : public CopyEngineBase {
 
  private:
   const EmuPageTable& table_;
+  EmuUnified* const unified_;
   const std::optional<InjectionGate> gate_;  // empty: nothing is ever injected
 };
 

@@ -22,6 +22,9 @@ Capabilities capabilities_of(const HostServices& host) {
   c.sharing = true;
   c.fabric_sharing = true;
   c.disable_validation = true;
+  c.managed_memory = true;
+  c.managed_residency = true;  // where userfaultfd works (tracking() says after an allocation)
+  c.managed_write_tracking = true;
   return c;
 }
 
@@ -35,11 +38,13 @@ EmuDeviceBackend::EmuDeviceBackend(const EmulationOptions& options, BackendListe
       windows_(listener),
       physical_(ledger_, listener, options.device_count, host_.numa_node_count(),
                 capabilities_.giant_page != 0),
-      legacy_(ledger_, windows_),
+      legacy_(),
       sharing_(listener, share_transport_, options.device_count, options.visible_devices),
       mmu_(listener, options.host_access_open),
       blocks_(physical_, mmu_, windows_, options.device_count),
-      copy_engine_(mmu_.page_table(), &listener) {
+      unified_(ledger_, windows_, listener, options.device_count, options.host_numa,
+               host_.numa_node_count()),
+      copy_engine_(mmu_.page_table(), &listener, &unified_) {
   physical_.end_exports_through(&sharing_);
   sharing_.hold_imports_in(&physical_);
 }
@@ -64,7 +69,7 @@ Result EmuDeviceBackend::open(const BackendOptions& options, BackendListener& li
 std::string EmuDeviceBackend::describe(Result result) const { return result_text(result); }
 
 void EmuDeviceBackend::visit_statistics(StatisticsVisitor& visitor) const {
-  visit_unsupported_managed_statistics(visitor);
+  unified_.visit_statistics(visitor);
   EmuSharing::visit_statistics(visitor);
 }
 

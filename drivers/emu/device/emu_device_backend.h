@@ -4,16 +4,18 @@
 // device MMU with its page table and CPU views (device_mmu.h, step 2), blocks (blocks.h,
 // step 2b), sharing (sharing/, step 5: share ids, endpoints, listener, whitelist), the copy
 // engine's synchronous form (copy_engine.h, step 3), the address windows (windows.h, step 7:
-// claimed once per process, shared by its backends); every
+// claimed once per process, shared by its backends), unified memory (unified/, step 6: the
+// managed residency model, its fault thread and the kManaged copy endpoints); every
 // other unit answers kNotSupported until its migration step gives it one (unsupported_units.h),
 // and the capabilities claim nothing of those.
 //
 // Options: EmulationOptions; device_count 1..kMaxDevices and device_memory > 0 (the core
 // resolves the SoC's size), else kInvalidArgument. The host's capacity is its MemTotal.
 //
-// Threading and fork: every unit but sharing and the windows' free lists is lock-free; the fork
-// hooks hold sharing's lock and the windows' across fork (in that order), the parent's endpoints
-// and listener are dropped in the child; release_inherited() gives back the windows and no-UC
+// Threading and fork: every unit but sharing, unified memory and the windows' free lists is
+// lock-free; the fork hooks hold sharing's lock and the windows' across fork (in that order),
+// the parent's endpoints and listener are dropped in the child, and so is the parent's fault
+// tracking descriptor (unified memory; the child never uses the parent's ranges); release_inherited() gives back the windows and no-UC
 // ranges the child inherited (windows.h), so that the child's new backend claims them afresh
 // where the parent had them.
 #pragma once
@@ -32,6 +34,7 @@
 #include "drivers/emu/device/windows.h"
 #include "drivers/emu/sharing/transport.h"
 #include "drivers/emu/sharing/emu_sharing.h"
+#include "drivers/emu/unified/emu_unified.h"
 #include "drivers/host/posix_host_services.h"
 #include "drivers/unsupported_units.h"
 
@@ -53,6 +56,7 @@ class EmuDeviceBackend final : public PartialBackend {
   Sharing& sharing() override { return sharing_; }
   BlockAllocator& blocks() override { return blocks_; }
   CopyEngine& copy_engine() override { return copy_engine_; }
+  UnifiedMemory& unified_memory() override { return unified_; }
   HostServices& host() override { return host_; }
 
   std::string describe(Result result) const override;
@@ -60,7 +64,10 @@ class EmuDeviceBackend final : public PartialBackend {
   // The windows are process-wide: dev::prepare_fork_process() holds them across fork.
   void prepare_fork() override { sharing_.prepare_fork(); }
   void after_fork_parent() override { sharing_.after_fork_parent(); }
-  void after_fork_child() override { sharing_.after_fork_child(); }
+  void after_fork_child() override {
+    sharing_.after_fork_child();
+    unified_.after_fork_child();
+  }
   void release_inherited() override { EmuWindows::release_inherited(); }
   LegacyMemory* legacy_memory() override { return &legacy_; }
 
@@ -82,7 +89,9 @@ class EmuDeviceBackend final : public PartialBackend {
   EmuSharing sharing_;  // before the MMU: a mapped object's release may still end its export
   EmuDeviceMmu mmu_;  // its destructor drops the objects still mapped or allocated as blocks
   EmuBlocks blocks_;  // over physical_ and mmu_; holds nothing of its own
-  EmuCopyEngine copy_engine_;  // over mmu_'s page table; a running copy holds its own references
+  EmuUnified unified_;  // over the ledger and the managed window; frees what is left first
+  EmuCopyEngine copy_engine_;  // over mmu_'s page table and unified_; a running copy holds its
+                               // own references
 };
 
 }  // namespace aclvmm::dev::emu

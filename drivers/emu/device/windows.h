@@ -62,7 +62,7 @@ class EmuWindows final : public AddressWindows {
   // when none is free. free_block gives a range back exactly as placed.
   Result place_block(bool host, uint64_t span, uint64_t align, uint64_t* address);
   void free_block(bool host, uint64_t address, uint64_t span);
-  // Managed ranges (LegacyMemory::reserve_managed, until step 6): page-aligned first fit.
+  // Managed ranges (unified/emu_unified.h places them): page-aligned first fit.
   Result place_managed(uint64_t size, uint64_t* address);
   void free_managed(uint64_t address, uint64_t size);
 

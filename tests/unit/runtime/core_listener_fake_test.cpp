@@ -2,7 +2,7 @@
 // usage the fake's ledger reports moves the connected pools, their monitors' counters and the
 // process's sums exactly (D8), only for the location reported; a refusal reports nothing; a
 // legacy drv.* rule fires only at the step that does its work now (emu's), never at a dev.*
-// step of another backend; a pool's LedgerAuthority needs the LegacyMemory bridge.
+// step of another backend.
 #include "runtime/core_listener.h"
 
 #include <gtest/gtest.h>
@@ -82,19 +82,6 @@ TEST(CoreListenerFakeTest, ALegacyRuleFiresAtItsEmuStepNotAtTheFakesDeviceStep) 
   EXPECT_EQ(injection_remaining("drv.create_physical"), 0u);
   EXPECT_TRUE(device.device()->physical().release(id).ok());
   device.expect_no_violations();
-}
-
-TEST(CoreListenerFakeTest, APoolsLedgerAuthorityNeedsTheLegacyBridge) {
-  std::shared_ptr<dev::DeviceBackend> kept;
-  {
-    testing::FakeDevice device({}, &core_listener());
-    LedgerAuthority authority(device.device(), dev::Location::device(0));
-    EXPECT_FALSE(authority.charge(dev::kMiB)) << "the fake has no LegacyMemory: refused";
-    authority.uncharge(dev::kMiB);  // a no-op, no crash
-    EXPECT_EQ(device.fake().violations(), 0u);
-  }
-  LedgerAuthority gone(kept, dev::Location::device(0));
-  EXPECT_FALSE(gone.charge(dev::kMiB)) << "no backend: refused";
 }
 
 }  // namespace

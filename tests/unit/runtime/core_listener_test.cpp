@@ -130,7 +130,7 @@ TEST_F(DeviceUsageTest, TheLedgersReportsMoveTheConnectedPoolsAndTheirCounters) 
   EXPECT_EQ(host->used(), 0u);
 }
 
-TEST_F(DeviceUsageTest, TheLedgerRefusesAndPoolChargesGoThroughIt) {
+TEST_F(DeviceUsageTest, TheLedgerRefusesAndManagedPagesChargeIt) {
   // Pools larger than the device: the device's ledger decides.
   auto be = open(8 * dev::kMiB);
   ASSERT_NE(be, nullptr);
@@ -142,14 +142,19 @@ TEST_F(DeviceUsageTest, TheLedgerRefusesAndPoolChargesGoThroughIt) {
             dev::Condition::kOutOfMemory);
   EXPECT_EQ(pools[0]->used(), 0u);
   ASSERT_TRUE(be->physical().create(spec(0, 6 * dev::kMiB), &id).ok());
-  // A managed page's charge (the pool's) meets the same ledger.
-  EXPECT_FALSE(pools[0]->charge(4 * dev::kMiB));
-  ASSERT_TRUE(pools[0]->charge(2 * dev::kMiB));
-  EXPECT_EQ(pools[0]->used(), 8 * dev::kMiB);
+  // Managed pages (the backend's UnifiedMemory, step 6) meet the same ledger: of two pages
+  // prefetched to the device only one fits, the other evicts it, and the pool mirrors it.
   dev::MemoryInfo info;
-  ASSERT_TRUE(be->devices().memory_info(0, dev::MemoryKind::kHbm, &info).ok());
-  EXPECT_EQ(info.free, 0u);
-  pools[0]->uncharge(2 * dev::kMiB);
+  uint64_t managed = 0;
+  ASSERT_TRUE(be->unified_memory().allocate(4 * dev::kMiB, &managed).ok());
+  if (be->unified_memory().tracking().residency) {
+    ASSERT_TRUE(be->unified_memory().prefetch(managed, 4 * dev::kMiB, dev::Location::device(0)).ok());
+    EXPECT_EQ(pools[0]->used(), 8 * dev::kMiB);
+    ASSERT_TRUE(be->devices().memory_info(0, dev::MemoryKind::kHbm, &info).ok());
+    EXPECT_EQ(info.free, 0u);
+  }
+  ASSERT_TRUE(be->unified_memory().free(managed, dev::FreeMode::kNormal).ok());
+  EXPECT_EQ(pools[0]->used(), 6 * dev::kMiB);
   ASSERT_TRUE(be->physical().release(id).ok());
   EXPECT_EQ(pools[0]->used(), 0u);
   ASSERT_TRUE(be->devices().memory_info(0, dev::MemoryKind::kHbm, &info).ok());
@@ -175,9 +180,6 @@ TEST_F(DeviceUsageTest, EachBackendReportsToThePoolsOfItsOwnStart) {
   EXPECT_EQ(old_pools[0]->used(), 0u);
   EXPECT_EQ(new_pools[0]->used(), 4 * dev::kMiB);
   ASSERT_TRUE(second->physical().release(fresh).ok());
-  // A pool never keeps its backend: once it has gone, a charge is refused.
-  first.reset();
-  EXPECT_FALSE(old_pools[0]->charge(2 * dev::kMiB));
 }
 
 // A backend's residency events are the managed-memory trace (docs/managed-memory.md §7): the

@@ -3,8 +3,8 @@
 // forwarding DeviceBackend around an opened fake whose legacy_memory() hands out a
 // drv::PhysicalMemory over the fake's byte store (read/write/fill through the fake's hooks; no
 // descriptor). Everything else is the fake's, so its ledger refuses, its violations count and
-// "dev.*" rules reach it through its decorator. adopt/charge: kNotSupported (the fake has no
-// descriptors to adopt, and its ledger is not reachable from outside).
+// "dev.*" rules reach it through its decorator. adopt: kNotSupported (the fake has no
+// descriptors to adopt).
 #pragma once
 
 #include <cerrno>
@@ -68,10 +68,6 @@ class BridgedFake final : public ForwardingBackend, public dev::LegacyMemory {
                     dev::PhysicalId*) override {
     return dev::Result::from_errno(EOPNOTSUPP);
   }
-  dev::Result charge(dev::Location, uint64_t) override {
-    return dev::Result::from_errno(EOPNOTSUPP);
-  }
-  void uncharge(dev::Location, uint64_t) override {}
 
  private:
   dev::fake::FakeBackend& fake_;

@@ -91,9 +91,8 @@ class VmmOverStandIn : public ::testing::Test {
     connect_pools(*device, {rt_.pools[0], rt_.pools[1]}, rt_.host);
     space_->attach_device(*device);
     rt_.device_backend = *device;  // copies run on the backend that maps, as in a runtime
-    // The managed window and its ranges are the device backend's too (until step 6, through
-    // its LegacyMemory).
-    managed_.attach(&backend_, (*device)->windows().layout().managed, (*device)->legacy_memory());
+    // The managed window and its ranges are the device backend's too (step 6).
+    managed_.attach((*device)->windows().layout().managed);
   }
   void TearDown() override {
     vmm_.reset();

@@ -29,8 +29,8 @@ TEST(EmuDeviceBackendTest, RefusesMachinesItCannotEmulate) {
   EXPECT_EQ(be->devices().device_count(), kMaxDevices);
 }
 
-// Steps 1-7: devices, physical memory, host services, the device MMU, blocks, sharing, copies
-// and the windows; no managed memory or host tasks yet.
+// Steps 1-7: devices, physical memory, host services, the device MMU, blocks, sharing, copies,
+// managed memory and the windows; no host tasks yet.
 TEST(EmuDeviceBackendTest, CapabilitiesClaimOnlyTheUnitsItHas) {
   testing::RecordingListener listener;
   std::unique_ptr<DeviceBackend> be;
@@ -42,7 +42,7 @@ TEST(EmuDeviceBackendTest, CapabilitiesClaimOnlyTheUnitsItHas) {
   EXPECT_TRUE(c.sharing);  // step 5
   EXPECT_TRUE(c.fabric_sharing);
   EXPECT_TRUE(c.disable_validation);
-  EXPECT_FALSE(c.managed_memory);
+  EXPECT_TRUE(c.managed_memory);  // step 6
   EXPECT_TRUE(c.map_without_access);
   EXPECT_TRUE(c.access_none_and_read);
   EXPECT_TRUE(c.cpu_visible_device_memory);

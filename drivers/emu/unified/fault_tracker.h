@@ -19,6 +19,9 @@
 // - Write tracking: ranges are registered for write-protect faults as well when the kernel offers
 //   them on shmem. Protection lives in the page-table entries (markers where no entry exists), so
 //   allow_writes() a range before revoking it: a revoked page must come back writable.
+// - Failure injection: given a gate (emu's UnifiedMemory gives its listener's), each operation
+//   first checks its step, emu.cpu_fault.<operation> (drv.uffd_* by the legacy names), and
+//   returns the rule's -errno without acting; abandon() and stop() have none.
 // - fork(): without UFFD_FEATURE_EVENT_FORK the child's mappings are not registered (its accesses
 //   fault normally), but the inherited descriptor still refers to the parent's address space: every
 //   ioctl on it acts on the parent's ranges and a read takes the parent's faults. A forked child
@@ -28,7 +31,9 @@
 #include <atomic>
 #include <cstdint>
 #include <mutex>
+#include <optional>
 
+#include "drivers/backend_listener.h"
 #include "drivers/driver.h"
 
 namespace aclvmm::drv::emu {
@@ -38,6 +43,7 @@ namespace aclvmm::drv::emu {
 class UffdFaultTracker final : public FaultTracker {
  public:
   UffdFaultTracker() = default;
+  explicit UffdFaultTracker(dev::BackendListener& listener) : gate_(std::in_place, listener) {}
   // Closing the descriptor unregisters every watched range and wakes every blocked thread.
   ~UffdFaultTracker() override;
   UffdFaultTracker(const UffdFaultTracker&) = delete;
@@ -70,8 +76,13 @@ class UffdFaultTracker final : public FaultTracker {
 
  private:
   int fd() const { return fd_.load(std::memory_order_acquire); }
+  // The rule's -errno for `step`, 0 without a gate or a rule.
+  int injected(const char* step) const { return gate_ ? gate_->check(step).raw() : 0; }
+  int resolve_unchecked(uint64_t va, uint64_t size);
+  int protect_unchecked(uint64_t va, uint64_t size);
   int resolve_pages(int fd, uint64_t va, uint64_t end, uint64_t mode);
 
+  const std::optional<dev::InjectionGate> gate_;
   std::mutex start_mu_;
   std::atomic<int> fd_{-1};
   std::atomic<bool> user_mode_only_{false};

@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "drivers/driver.h"
-#include "drivers/emu/fault_tracker.h"
+#include "drivers/emu/unified/fault_tracker.h"
 
 namespace aclvmm::drv {
 namespace {

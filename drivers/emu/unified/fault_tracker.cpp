@@ -1,4 +1,4 @@
-#include "drivers/emu/fault_tracker.h"
+#include "drivers/emu/unified/fault_tracker.h"
 
 #include <fcntl.h>
 #include <linux/userfaultfd.h>
@@ -13,6 +13,7 @@
 #include <chrono>
 
 #include "drivers/emu/util.h"
+#include "drivers/injection_steps.h"
 
 namespace aclvmm::drv::emu {
 namespace {
@@ -116,6 +117,7 @@ void UffdFaultTracker::abandon() {
 
 int UffdFaultTracker::start() {
   if (started()) return 0;
+  if (int e = injected(dev::steps::kEmuCpuFaultStart)) return e;
   std::lock_guard<std::mutex> lock(start_mu_);
   if (started()) return 0;
   // Minor faults are required; write-protection on shmem is asked for too and dropped when the
@@ -151,6 +153,7 @@ int UffdFaultTracker::start() {
 }
 
 int UffdFaultTracker::watch(uint64_t va, uint64_t size) {
+  if (int e = injected(dev::steps::kEmuCpuFaultWatch)) return e;
   const int fd = this->fd();
   if (fd < 0) return -EBADF;
   if (!valid_page_range(va, size)) return -EINVAL;
@@ -172,6 +175,7 @@ int UffdFaultTracker::watch(uint64_t va, uint64_t size) {
 }
 
 int UffdFaultTracker::unwatch(uint64_t va, uint64_t size) {
+  if (int e = injected(dev::steps::kEmuCpuFaultUnwatch)) return e;
   const int fd = this->fd();
   if (fd < 0) return -EBADF;
   if (!valid_page_range(va, size)) return -EINVAL;
@@ -183,6 +187,7 @@ int UffdFaultTracker::unwatch(uint64_t va, uint64_t size) {
 }
 
 int UffdFaultTracker::revoke(uint64_t va, uint64_t size) {
+  if (int e = injected(dev::steps::kEmuCpuFaultRevoke)) return e;
   if (fd() < 0) return -EBADF;
   if (!valid_page_range(va, size)) return -EINVAL;
   // On a shared file mapping this drops only the page-table entries; the page cache keeps the
@@ -193,6 +198,11 @@ int UffdFaultTracker::revoke(uint64_t va, uint64_t size) {
 }
 
 int UffdFaultTracker::resolve(uint64_t va, uint64_t size) {
+  if (int e = injected(dev::steps::kEmuCpuFaultResolve)) return e;
+  return resolve_unchecked(va, size);
+}
+
+int UffdFaultTracker::resolve_unchecked(uint64_t va, uint64_t size) {
   const int fd = this->fd();
   if (fd < 0) return -EBADF;
   if (!valid_page_range(va, size)) return -EINVAL;
@@ -203,7 +213,8 @@ int UffdFaultTracker::resolve(uint64_t va, uint64_t size) {
 }
 
 int UffdFaultTracker::resolve_read_only(uint64_t va, uint64_t size) {
-  if (!tracks_writes()) return resolve(va, size);
+  if (int e = injected(dev::steps::kEmuCpuFaultResolveReadOnly)) return e;
+  if (!tracks_writes()) return resolve_unchecked(va, size);
   const int fd = this->fd();
   if (fd < 0) return -EBADF;
   if (!valid_page_range(va, size)) return -EINVAL;
@@ -212,7 +223,7 @@ int UffdFaultTracker::resolve_read_only(uint64_t va, uint64_t size) {
   if (continue_range(fd, &cur, va + size, UFFDIO_CONTINUE_MODE_DONTWAKE) != 0) {
     rc = resolve_pages(fd, cur, va + size, UFFDIO_CONTINUE_MODE_DONTWAKE);
   }
-  const int protect = protect_writes(va, size);
+  const int protect = protect_unchecked(va, size);
   const int woke = wake(fd, va, size);
   return rc != 0 ? rc : protect != 0 ? protect : woke;
 }
@@ -248,6 +259,11 @@ int UffdFaultTracker::resolve_pages(int fd, uint64_t va, uint64_t end, uint64_t 
 }
 
 int UffdFaultTracker::protect_writes(uint64_t va, uint64_t size) {
+  if (int e = injected(dev::steps::kEmuCpuFaultProtectWrites)) return e;
+  return protect_unchecked(va, size);
+}
+
+int UffdFaultTracker::protect_unchecked(uint64_t va, uint64_t size) {
   const int fd = this->fd();
   if (fd < 0) return -EBADF;
   if (!tracks_writes()) return -EOPNOTSUPP;
@@ -256,6 +272,7 @@ int UffdFaultTracker::protect_writes(uint64_t va, uint64_t size) {
 }
 
 int UffdFaultTracker::allow_writes(uint64_t va, uint64_t size) {
+  if (int e = injected(dev::steps::kEmuCpuFaultAllowWrites)) return e;
   const int fd = this->fd();
   if (fd < 0) return -EBADF;
   if (!tracks_writes()) return -EOPNOTSUPP;
@@ -268,6 +285,7 @@ int UffdFaultTracker::allow_writes(uint64_t va, uint64_t size) {
 }
 
 int UffdFaultTracker::next_fault(int timeout_ms, CpuFault* fault) {
+  if (int e = injected(dev::steps::kEmuCpuFaultNext)) return e;
   const int fd = this->fd();
   if (fd < 0) return -EBADF;
   if (!fault) return -EINVAL;

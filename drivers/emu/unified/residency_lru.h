@@ -1,5 +1,5 @@
-// ResidencyLru: for each device, its managed pages in the order they were last used, so that an
-// oversubscribed device finds its eviction victim in O(log n) instead of scanning every page.
+// ResidencyLru (EmuUnified): for each device, its managed pages in the order they were last used, so
+// that an oversubscribed device finds its eviction victim in O(log n) instead of scanning every page.
 #pragma once
 
 #include <cstddef>
@@ -7,7 +7,7 @@
 #include <map>
 #include <unordered_map>
 
-namespace aclvmm {
+namespace aclvmm::dev::emu {
 
 struct ManagedRange;
 
@@ -46,4 +46,4 @@ class ResidencyLru {
   std::unordered_map<int, std::map<uint64_t, PageRef>> by_device_;
 };
 
-}  // namespace aclvmm
+}  // namespace aclvmm::dev::emu
