@@ -43,10 +43,10 @@ struct FakeConfig {
   uint32_t uid = 1000;
   uint64_t start_time = 1;               // its logical start time
   std::vector<std::string> segment_dirs = {"/fake/smi"};  // where segments can be created
-  // Managed memory (fake_unified.h): its window as plain numbers (the core's UVM window) until
-  // the fake has AddressWindows (step 7), and what tracking() reports.
+  // Managed memory (fake_unified.h): the managed window of the fake's windows layout (the
+  // vendor's, behavior.md §4; a test may shrink it to fill it), and what tracking() reports.
   uint64_t managed_window = 0x90000000000;
-  uint64_t managed_window_size = 64 * kGiB;
+  uint64_t managed_window_size = 3 * 1024 * kGiB;  // 3 TiB
   bool managed_residency = true;         // false: a machine that refuses fault tracking
   bool managed_write_tracking = true;    // CPU writes to READ_MOSTLY pages are caught
   // The "processes" sharing memory with this one (fake_world.h); null: a world of its own.

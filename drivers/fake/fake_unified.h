@@ -9,8 +9,8 @@
 // Device accesses are the copy engine's kManaged endpoints (fake_copy_engine.cpp): reach_locked()
 // applies the policy for the executing device and hands out the range's byte store.
 //
-// The managed window is FakeConfig::managed_window / managed_window_size, plain numbers (until
-// the fake has AddressWindows, step 7); ranges are placed first fit, so the same calls give the
+// The managed window is the fake windows' layout().managed (FakeConfig::managed_window /
+// managed_window_size); ranges are placed first fit, so the same calls give the
 // same addresses. Residency is tracked when FakeConfig::managed_residency says so (tracking()
 // answers it from the first allocation on, as emu learns it then); without it every page stays
 // on the host. Device pages are charged to the machine (usage_changed); the host side is the

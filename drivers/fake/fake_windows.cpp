@@ -9,9 +9,9 @@ namespace {
 
 constexpr uint64_t kTiB = uint64_t{1} << 40;
 
-// behavior.md §4: host pinned, managed, device (its general part from 0x12C000000000), no-UC.
+// behavior.md §4: host pinned, managed (FakeConfig::managed_window), device (its general part
+// from 0x12C000000000), no-UC.
 constexpr VaRange kHostPinned{0x70000000000ull, 1 * kTiB};
-constexpr VaRange kManaged{0x90000000000ull, 3 * kTiB};
 constexpr VaRange kDevice{0x100000000000ull, 8 * kTiB};
 constexpr VaRange kGeneral{0x12C000000000ull, kDevice.base + kDevice.size - 0x12C000000000ull};
 constexpr VaRange kNoUc{0x180000000000ull, 0x800000000000ull - 0x180000000000ull};
@@ -22,7 +22,7 @@ bool power_of_two(uint64_t v) { return v != 0 && (v & (v - 1)) == 0; }
 
 FakeWindows::FakeWindows(FakeMachine& machine) : machine_(machine) {
   layout_.host_pinned = kHostPinned;
-  layout_.managed = kManaged;
+  layout_.managed = VaRange{machine.config().managed_window, machine.config().managed_window_size};
   layout_.device = kDevice;
   layout_.device_general = kGeneral;
   layout_.no_uc = kNoUc;

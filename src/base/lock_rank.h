@@ -29,11 +29,11 @@
 // the order is fixed by how the layers call each other, and written here:
 // - The core calls into a backend while it holds its own locks (a region's mappings, the managed
 //   ranges, the runtime's lock at start and teardown), so a backend's lock ranks above every
-//   core lock up to and including kDevicePools.
+//   core lock up to and including kDeviceHandle.
 // - While a backend holds one of its locks it calls nothing of the core but its BackendListener
 //   (drivers/backend_listener.h: it never blocks and never calls back into the backend), whose
 //   log and injection calls take only the leaf locks kInjection..kLogClock. So a backend's lock
-//   ranks below those: the band between kDevicePools and kInjection.
+//   ranks below those: the band between kDeviceHandle and kInjection.
 // - Within the band a backend takes one lock at a time (none of today's nests another); so no
 //   cycle can go through two of them.
 // - The one exception is host/stats_segment.cpp's SegmentRegistry::mu: its fork prepare handler
@@ -110,6 +110,11 @@ enum class LockRank : uint8_t {
   // lock (start, teardown) and by migrating threads under the managed ranges' lock: its own lock,
   // so that a teardown joining those threads under the runtime's lock cannot deadlock.
   kDevicePools,
+  // Runtime::device_mu_: which device backend the runtime holds (device_). Taken to replace it
+  // (start and teardown, under the runtime's lock) and by the fork prepare handler, which keeps
+  // the backend whose locks it takes alive across fork (a teardown on another thread may drop
+  // the runtime's reference meanwhile); takes nothing.
+  kDeviceHandle,
   // The leaf locks. Each is taken under any of the above (a backend step of any caller checks
   // its failure injection; anyone may log) and takes nothing but the next ones. The fork prepare
   // handlers take them all, in this order, after the device backend's locks, so they are
@@ -137,6 +142,7 @@ constexpr const char* lock_rank_name(LockRank rank) {
     case LockRank::kHandleTable: return "HandleTable::mu_ (a handle table)";
     case LockRank::kStreamQueue: return "Stream::mu_ (a stream's queue)";
     case LockRank::kDevicePools: return "Runtime::pools_mu_ (device pools)";
+    case LockRank::kDeviceHandle: return "Runtime::device_mu_ (the device backend held)";
     case LockRank::kInjection: return "failure injection rules";
     case LockRank::kTrace: return "trace";
     case LockRank::kLog: return "log";

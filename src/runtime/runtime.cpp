@@ -147,7 +147,11 @@ Status Runtime::start_locked() {
   // The device backend follows each start's configuration (device count and memory, open mode);
   // it opens before the snapshot is published, so a refused open publishes nothing. Its open
   // places the windows (the process's first open claims them, D9).
-  ACLVMM_ASSIGN_OR_RETURN(device_, open_device(cfg));
+  ACLVMM_ASSIGN_OR_RETURN(std::shared_ptr<dev::DeviceBackend> opened, open_device(cfg));
+  {
+    std::lock_guard device_lock(device_mu_);
+    device_ = std::move(opened);
+  }
   ACLVMM_ASSIGN_OR_RETURN(const Config* published, config_.publish(std::move(cfg)));
   const Config& config = *published;
   space_.attach_device(device_);
@@ -284,7 +288,12 @@ void Runtime::teardown_locked(std::unique_lock<LifetimeMutex>& lock, const char*
     std::lock_guard pools_lock(pools_mu_);
     pools_.clear();
   }
-  device_.reset();  // closed with the last memory that still holds it
+  std::shared_ptr<dev::DeviceBackend> closing;
+  {
+    std::lock_guard device_lock(device_mu_);
+    closing = std::move(device_);
+  }
+  closing.reset();  // closed with the last memory that still holds it
   SmiPublisher::get().deactivate();
   svm_ready_.store(false);
   init_refs_ = 0;

@@ -169,6 +169,8 @@ class Runtime final : public RuntimeServices {
   // Capacity pools are read by stream workers and the fault thread, which teardown joins while
   // holding mu_: they have their own lock so that join cannot deadlock.
   mutable RankedMutex<LockRank::kDevicePools> pools_mu_;
+  // Guards the assignments of device_ against the fork prepare handler's copy of it (kDeviceHandle).
+  RankedMutex<LockRank::kDeviceHandle> device_mu_;
   std::vector<std::shared_ptr<MemoryPool>> pools_;
   std::shared_ptr<MemoryPool> host_pool_;
   // Peer access per device: read on every copy, so kept lock-free.

@@ -15,7 +15,9 @@
 // the others in order of registration. ShareService registers its own handler at the runtime's
 // first start, after this one (registered with the first Runtime), so before fork:
 //   1. ShareService's lock (its handler: the child must not keep the parent's endpoints);
-//   2. the device backend's locks (DeviceBackend::prepare_fork), whose after_fork_child abandons
+//   2. the device backend's locks (DeviceBackend::prepare_fork; which backend is read under the
+//      runtime's device_mu_, released at once, and a reference held until after fork), whose
+//      after_fork_child abandons
 //      what the parent's threads hold; then the backends' process-wide state
 //      (dev::prepare_fork_process: emu's record of its windows and no-UC claims, so that the
 //      child finds it whole), taken whether or not a backend is open: another thread may be
@@ -36,6 +38,10 @@
 // (reader-writer locks could not even be released there: the thread's id changed).
 // After fork both processes release all of them (plain mutexes, released by the thread that took
 // them); then the child gets its new runtime. ShareService's child handler runs after this one.
+#include <memory>
+#include <new>
+#include <vector>
+
 #include "observability/log.h"
 #include "observability/trace.h"
 #include "runtime/injection.h"
@@ -48,13 +54,33 @@ namespace {
 // those: a start or teardown on another thread may replace Runtime::device_ meanwhile (the
 // runtime's own lock is not held across fork), and reading device_ again there left the first
 // backend's locks held in the parent, whose destructor then waited on them for ever
-// (ForkWhileLogging, about 1 run in 100).
-dev::DeviceBackend* g_forking_device = nullptr;
+// (ForkWhileLogging, about 1 run in 100). A reference, taken under device_mu_: a teardown that
+// drops the runtime's meanwhile must not destroy the backend while this thread holds its locks.
+std::shared_ptr<dev::DeviceBackend> g_forking_device;
+
+// A forked child abandons the backends it inherited (device_backend.h: never destroyed in a
+// child): their references are kept here, reachable and never freed, for the process's life.
+std::vector<std::shared_ptr<dev::DeviceBackend>>* const g_kept_in_child =
+    new std::vector<std::shared_ptr<dev::DeviceBackend>>();
+
+void keep_for_the_process(std::shared_ptr<dev::DeviceBackend> backend) {
+  if (!backend) return;
+  try {
+    g_kept_in_child->push_back(std::move(backend));
+  } catch (const std::bad_alloc&) {
+    // No memory for the list: the reference is leaked on its own instead.
+    (void)new (std::nothrow) std::shared_ptr<dev::DeviceBackend>(std::move(backend));
+  }
+}
 
 }  // namespace
 
 void Runtime::fork_prepare() {
-  g_forking_device = get().device_.get();
+  {
+    Runtime& rt = get();
+    std::lock_guard device_lock(rt.device_mu_);
+    g_forking_device = rt.device_;
+  }
   if (g_forking_device) g_forking_device->prepare_fork();
   dev::prepare_fork_process();
   injection_hold_for_fork();
@@ -68,7 +94,7 @@ void Runtime::fork_parent() {
   injection_release_after_fork();
   dev::after_fork_process_parent();
   if (g_forking_device) g_forking_device->after_fork_parent();
-  g_forking_device = nullptr;
+  g_forking_device.reset();  // the backend goes here if a teardown dropped it meanwhile
 }
 
 void Runtime::fork_child() {
@@ -77,7 +103,7 @@ void Runtime::fork_child() {
   injection_release_after_fork();
   dev::after_fork_process_child();
   if (g_forking_device) g_forking_device->after_fork_child();
-  g_forking_device = nullptr;
+  keep_for_the_process(std::move(g_forking_device));
   replace_in_forked_child();
 }
 

@@ -85,6 +85,21 @@ TEST_F(FakeUnifiedTest, PlacementIsFirstFitAndTheSameCallsGiveTheSameAddresses) 
   EXPECT_EQ(c, a) << "the first hole that fits";
 }
 
+// The unit's window is the windows' layout().managed, which the core reserves nothing else in:
+// the whole of it and nothing more.
+TEST_F(FakeUnifiedTest, TheWindowIsTheLayoutsManagedWindow) {
+  const VaRange managed = be_->windows().layout().managed;
+  EXPECT_EQ(managed.base, config_.managed_window);
+  EXPECT_EQ(managed.size, 8 * kPage);
+  uint64_t all = 0, more = 0;
+  ASSERT_TRUE(um().allocate(managed.size, &all).ok());
+  EXPECT_EQ(all, managed.base);
+  EXPECT_EQ(um().allocate(kPage, &more).condition(), Condition::kOutOfMemory);
+  ASSERT_TRUE(um().free(all, FreeMode::kNormal).ok());
+  EXPECT_EQ(FakeConfig{}.managed_window_size, 3 * 1024 * kGiB) << "the vendor's 3 TiB by default";
+  EXPECT_EQ(fake_->violations(), 0u);
+}
+
 TEST_F(FakeUnifiedTest, TrackingIsLearntAtTheFirstAllocation) {
   EXPECT_FALSE(um().tracking().residency);
   uint64_t base = 0;
