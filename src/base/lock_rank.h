@@ -42,7 +42,7 @@
 // Today's driver locks: emu UffdFaultTracker::start_mu_ (userfaultfd start/stop, taken under the
 // managed-memory locks), emu MemfdMemory::view_mu_ (one allocation's CPU view, taken under the
 // managed ranges' lock when a migration copies), emu guarded_copy g_install_mu (the copy guard's
-// signal handlers), emu EmuPhysicalAllocator::held_mu_ (the set of handles not yet released:
+// signal handlers), emu EmuPhysicalAllocator::held_mu_ (the list of handles not yet released:
 // an insert or an erase under it), fake FakeMachine::mu_ and its published names' mu (the fake device's state;
 // usage_changed is reported under it), host SegmentRegistry::mu (above). A driver lock that
 // must nest another of the drivers', or call the core other than through the listener, needs a

@@ -27,17 +27,20 @@ EmuPhysicalAllocator::EmuPhysicalAllocator(CapacityLedger& ledger, BackendListen
       giant_(giant) {}
 
 EmuPhysicalAllocator::~EmuPhysicalAllocator() {
-  for (EmuPhysical* object : held_) object->drop();
+  for (EmuPhysical* object = held_head_; object != nullptr;) {
+    EmuPhysical* next = object->held_next_;
+    object->drop();
+    object = next;
+  }
 }
 
-Result EmuPhysicalAllocator::hold(EmuPhysical* object) {
-  try {
-    std::lock_guard lock(held_mu_);
-    held_.insert(object);
-  } catch (const std::bad_alloc&) {
-    return Result::from_errno(ENOMEM);
-  }
-  return Result::success();
+void EmuPhysicalAllocator::hold(EmuPhysical* object) {
+  std::lock_guard lock(held_mu_);
+  object->held_prev_ = nullptr;
+  object->held_next_ = held_head_;
+  if (held_head_ != nullptr) held_head_->held_prev_ = object;
+  held_head_ = object;
+  object->held_ = true;
 }
 
 Result EmuPhysicalAllocator::check(const PhysicalSpec& spec) const {
@@ -66,10 +69,7 @@ Result EmuPhysicalAllocator::create(const PhysicalSpec& spec, PhysicalId* out) {
   if (spec.size == 0 || spec.size % granule != 0) return invalid();
   EmuPhysical* object = nullptr;
   if (Result r = make(spec, &object); !r.ok()) return r;
-  if (Result r = hold(object); !r.ok()) {
-    object->drop();  // the charge and the memfd go with it
-    return r;
-  }
+  hold(object);
   *out = object->id();
   return Result::success();
 }
@@ -102,12 +102,18 @@ Result EmuPhysicalAllocator::make(const PhysicalSpec& spec, EmuPhysical** out) {
 Result EmuPhysicalAllocator::release(PhysicalId memory) {
   if (!memory) return invalid();
   if (sharing_ != nullptr) sharing_->memory_released(memory);
+  EmuPhysical* object = EmuPhysical::from_id(memory);
   {
     std::lock_guard lock(held_mu_);
-    // An object the legacy bridge adopted is not in the set (legacy_memory.h, until step 9).
-    held_.erase(EmuPhysical::from_id(memory));
+    // An object the legacy bridge adopted is not on the list (legacy_memory.h, until step 9).
+    if (object->held_) {
+      if (object->held_prev_ != nullptr) object->held_prev_->held_next_ = object->held_next_;
+      else held_head_ = object->held_next_;
+      if (object->held_next_ != nullptr) object->held_next_->held_prev_ = object->held_prev_;
+      object->held_ = false;
+    }
   }
-  EmuPhysical::from_id(memory)->drop();
+  object->drop();
   return Result::success();
 }
 

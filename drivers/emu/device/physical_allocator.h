@@ -8,17 +8,17 @@
 // failed create leaves the capacity and the descriptors as they were. The memfd has no placement
 // until it is mapped: HOST_NUMA binding is the device MMU's (step 2), as today's map_cpu does it.
 //
-// The allocator keeps the set of handles not yet released (its own objects, and imports, which
+// The allocator keeps the list of handles not yet released (its own objects, and imports, which
 // the sharing unit hands to hold()), so that the backend's destruction releases what the core left
 // (device_backend.h "Destruction", conformance C48). Objects are still found by their id (D3):
-// the set is only written by create, hold and release, never read on a copy's path.
+// the list is intrusive (two links in each object, no allocation) and only written by create,
+// hold and release, never read on a copy's path.
 //
-// Threading: as PhysicalAllocator; the set under its own leaf lock.
+// Threading: as PhysicalAllocator; the list under its own leaf lock.
 #pragma once
 
 #include <cstdint>
 #include <mutex>
-#include <unordered_set>
 
 #include "drivers/backend_listener.h"
 #include "drivers/physical_allocator.h"
@@ -52,8 +52,8 @@ class EmuPhysicalAllocator final : public PhysicalAllocator {
   // the same checks, charge and memfd, the object with its one reference in *out.
   Result make(const PhysicalSpec& spec, EmuPhysical** out);
   // Counts `object`'s handle (its one reference) among those the destruction releases: create()
-  // does it for its own, the sharing unit for imports. kOutOfMemory (nothing held) without memory.
-  Result hold(EmuPhysical* object);
+  // does it for its own, the sharing unit for imports.
+  void hold(EmuPhysical* object);
 
  private:
   Result check(const PhysicalSpec& spec) const;
@@ -65,7 +65,7 @@ class EmuPhysicalAllocator final : public PhysicalAllocator {
   const bool giant_;
   EmuSharing* sharing_ = nullptr;
   std::mutex held_mu_;
-  std::unordered_set<EmuPhysical*> held_;
+  EmuPhysical* held_head_ = nullptr;
 };
 
 }  // namespace aclvmm::dev::emu

@@ -58,6 +58,7 @@ class EmuPhysical {
   void drop();
 
  private:
+  friend class EmuPhysicalAllocator;  // its list of held handles (the links below)
   ~EmuPhysical() = default;
 
   const PhysicalProperties properties_;
@@ -66,6 +67,10 @@ class EmuPhysical {
   Location mapping_owner_ = properties_.location;
   std::atomic<uint32_t> route_{0};
   std::atomic<uint32_t> refs_{1};
+  // The allocator's list of handles not yet released (physical_allocator.h), under its lock.
+  EmuPhysical* held_prev_ = nullptr;
+  EmuPhysical* held_next_ = nullptr;
+  bool held_ = false;
 };
 
 }  // namespace aclvmm::dev::emu

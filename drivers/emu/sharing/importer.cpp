@@ -40,12 +40,7 @@ Result adopt_object(const PhysicalProperties& exporter, std::shared_ptr<drv::Phy
   auto* object = new (std::nothrow) EmuPhysical(props, std::move(bytes), nullptr);
   if (object == nullptr) return fail(ENOMEM);
   object->set_importing_device(importer);
-  if (holder != nullptr) {
-    if (Result held = holder->hold(object); !held.ok()) {
-      object->drop();
-      return held;
-    }
-  }
+  if (holder != nullptr) holder->hold(object);
   out->memory = object->id();
   out->properties = props;
   out->exporter_device = exporter_device;
