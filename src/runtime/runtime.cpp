@@ -27,6 +27,10 @@ thread_local std::shared_ptr<Context> t_context;
 std::atomic<Runtime*> g_runtime{nullptr};
 // atexit handlers are inherited over fork: one registration serves every runtime of the image.
 std::atomic<bool> g_exit_registered{false};
+// Set when the exit handlers start: from then on nothing starts the runtime again. A thread still
+// inside an API call while another thread runs exit() (a kernel calling exit(), say) would
+// otherwise open a new backend with the C library's and libnuma's state already going away.
+std::atomic<bool> g_process_exiting{false};
 
 Context* live_context() {
   Context* c = t_context.get();
@@ -36,6 +40,7 @@ Context* live_context() {
 // An atexit callback takes no argument: the process-wide hook is the one place besides the
 // singleton's own accessor and the fork handlers where the core looks the runtime up.
 void at_exit() {
+  g_process_exiting.store(true, std::memory_order_release);
   Runtime& rt = Runtime::get();
   write_stats_file_at_exit(rt);
   rt.teardown("process exit without aclFinalize");
@@ -129,6 +134,9 @@ Status Runtime::start() {
 Status Runtime::start_locked() {
   mu_.assert_held();
   if (started_.load()) return Status::Ok();
+  if (g_process_exiting.load(std::memory_order_acquire)) {
+    return Error(kAclInternalError, "the process is exiting: the runtime does not start again");
+  }
   log::reconfigure();
   ACLVMM_ASSIGN_OR_RETURN(Config cfg, load_config());
   // Armed before the backend's first steps, so that ACLVMM_FAULTS reaches the window claims too.
