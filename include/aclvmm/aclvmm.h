@@ -32,8 +32,9 @@ extern "C" {
 ACL_FUNC_VISIBILITY const char *aclvmmStatsJson(void);
 
 /* nth >= 1: the nth following call of `api` (e.g. "aclrtMapMem") returns `code`; nth 0 clears.
-   `api` may also name a backend step, "drv.<step>" (e.g. "drv.map_cpu"; the list is in
-   docs/configuration.md, ACLVMM_FAULTS): the nth following execution of that step fails with the
+   `api` may also name a backend step, "dev.*", "emu.*" or "host.*" (e.g. "emu.cpu.map"), or its
+   older name "drv.<step>" (e.g. "drv.map_cpu"; the list is in docs/configuration.md,
+   ACLVMM_FAULTS): the nth following execution of that step fails with the
    errno `code` (a positive errno, e.g. 12 = ENOMEM), in the middle of whichever call runs it, and
    the call rolls back and returns an error code, usually the one the errno maps to (ENOMEM:
    207001; most others: 507899). Failures that only cost statistics are absorbed.

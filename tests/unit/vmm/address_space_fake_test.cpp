@@ -1,5 +1,5 @@
-// AddressSpace over the fake backend (docs/device-interface.md §8, label `fake`): with no emulator
-// and no old seam attached, every range it keeps comes from the fake's AddressWindows, every VMM
+// AddressSpace over the fake backend (docs/device-interface.md §8, label `fake`): with no
+// emulator, every range it keeps comes from the fake's AddressWindows, every VMM
 // mapping and access change is programmed into the fake's DeviceMmu, every aclrtMalloc block is
 // the fake's BlockAllocator's, and a refusal of any of those leaves the core's records (and the
 // fake's state) as they were. The fake's live counts and its own queries are the witnesses; no
@@ -25,7 +25,7 @@ using dev::Location;
 
 class AddressSpaceFakeTest : public ::testing::Test {
  protected:
-  AddressSpaceFakeTest() : device_({}, nullptr, /*legacy_bridge=*/true) {
+  AddressSpaceFakeTest() : device_() {
     space_ = std::make_unique<AddressSpace>();
     space_->attach_device(device_.device());
   }
@@ -166,7 +166,9 @@ TEST_F(AddressSpaceFakeTest, ARefusalOfTheFakeLeavesEverythingAsItWas) {
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.step);
-    if (c.mapped_before) ASSERT_TRUE(space_->map(va, 2 * kMiB, 7, dev0, false).ok());
+    if (c.mapped_before) {
+      ASSERT_TRUE(space_->map(va, 2 * kMiB, 7, dev0, false).ok());
+    }
     device_.recorder().arm(c.step, 1, c.code);
     const Status refused = c.call();
     EXPECT_EQ(refused.code(), c.acl) << refused.message();
