@@ -75,7 +75,6 @@
 #include "drivers/device_mmu.h"
 #include "drivers/device_result.h"
 #include "drivers/host_services.h"
-#include "drivers/legacy_memory.h"
 #include "drivers/physical_allocator.h"
 #include "drivers/sharing.h"
 #include "drivers/unified_memory.h"
@@ -139,10 +138,6 @@ class DeviceBackend {
   virtual void after_fork_parent() = 0;
   virtual void after_fork_child() = 0;
   virtual void release_inherited() = 0;
-
-  // Transitional (steps 2–5, legacy_memory.h): the bridge to drv::PhysicalMemory; nullptr on a
-  // backend without drv objects. Not a unit: it goes with drivers/driver.h in step 9.
-  virtual LegacyMemory* legacy_memory() { return nullptr; }
 };
 
 // The process-wide fork hooks (see "Fork, process-wide state" above), for every backend this

@@ -17,8 +17,8 @@
 // The words are the domain's: "fault" is a page fault here (emu.cpu_fault.*), "injection" the
 // testing device.
 //
-// The names of today's FaultInjectingBackend ("drv.*") stay accepted: kLegacyStepNames maps each
-// to the step that does the same work now, and the core's rule registry stores a rule under the
+// The names of the operating-system seam before issue 14 ("drv.*", which tests and users' rules
+// spell) stay accepted: kLegacyStepNames maps each to the step that does the same work now, and the core's rule registry stores a rule under the
 // new name, so a rule armed either way fires once and aclvmmFaultRemaining answers for both.
 #pragma once
 
@@ -112,8 +112,7 @@ struct LegacyStepName {
   const char* current;
 };
 
-// Every name today's drivers accept (src/core/fault_backend.cpp), and the step that does its
-// work after the move. Whatever name a rule is armed with, it fires at the same system call.
+// Every name the old seam's decorator accepted, and the step that does its work now. Whatever name a rule is armed with, it fires at the same system call.
 inline constexpr LegacyStepName kLegacyStepNames[] = {
     {"drv.claim_window", kEmuWindowClaim},
     {"drv.claim_fixed", kEmuWindowClaimFixed},

@@ -1,5 +1,5 @@
 // Facts about the host: its memory, its NUMA nodes and the current thread's node (HostServices'
-// POSIX answers, and today's drv::Backend's host facts).
+// POSIX answers).
 #pragma once
 
 #include <cstddef>

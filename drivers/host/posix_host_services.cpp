@@ -14,12 +14,12 @@
 namespace aclvmm::dev::host {
 namespace {
 
-// The writer implements the old seam's StatsSegment until driver.h goes (migration step 9);
-// this presents it through the device interface without a second implementation.
+// The writer (stats_segment.h) answers in errnos, as the monitor's reader beside it does; this
+// presents it through the device interface.
 class SegmentAdapter final : public StatisticsSegment {
  public:
-  explicit SegmentAdapter(std::shared_ptr<drv::StatsSegment> inner) : inner_(std::move(inner)) {
-    const drv::StatsOwner& o = inner_->owner();
+  explicit SegmentAdapter(std::shared_ptr<StatsSegment> inner) : inner_(std::move(inner)) {
+    const StatsOwner& o = inner_->owner();
     owner_.pid = o.pid;
     owner_.uid = o.uid;
     owner_.start_time = o.start_time;
@@ -34,7 +34,7 @@ class SegmentAdapter final : public StatisticsSegment {
   void withdraw() override { inner_->withdraw(); }
 
  private:
-  std::shared_ptr<drv::StatsSegment> inner_;
+  std::shared_ptr<StatsSegment> inner_;
   SegmentOwner owner_;
 };
 
@@ -57,7 +57,7 @@ Result PosixHostServices::create_statistics_segment(const std::string& dir,
                                                     std::shared_ptr<StatisticsSegment>* out) {
   if (out == nullptr) return Result::from_errno(EINVAL);
   if (Result r = gate_.check(steps::kHostShmSegment); !r.ok()) return r;
-  std::shared_ptr<drv::StatsSegment> inner;
+  std::shared_ptr<StatsSegment> inner;
   if (int rc = ShmStatsSegment::create(dir, prefix, size, &inner)) return Result::from_raw(rc);
   try {
     *out = std::make_shared<SegmentAdapter>(std::move(inner));

@@ -1,9 +1,8 @@
 // HostServices for POSIX hosts (D11): what the emu backend hands out today and the hal backend
 // will, since neither a software NPU nor a real one changes what the host is.
 //
-// Host facts come from host_facts.h, segments from stats_segment.h (the same writer today's
-// drv::Backend forwards to; this class presents it as a dev::StatisticsSegment), tables from
-// table_memory.h. Its two inner steps, host.shm.segment and host.table.map, are checked
+// Host facts come from host_facts.h, segments from stats_segment.h (this class presents
+// its writer as a dev::StatisticsSegment), tables from table_memory.h. Its two inner steps, host.shm.segment and host.table.map, are checked
 // through the listener's InjectionGate, so a rule reaches them on every backend that uses them.
 //
 // Threading: as HostServices; no state after construction but the constants.

@@ -1,9 +1,8 @@
 // Statistics segments (docs/smi.md): one small file per process in a shared-memory directory
 // (/dev/shm by default), mapped shared so that the owner's counters are visible to monitors
 // without any call on the owner's side. The writer is ShmStatsSegment (HostServices::
-// create_statistics_segment, and drv::Backend::create_stats_segment until driver.h goes); the
-// rest is what a monitor (tools/aclvmm-smi) needs to find and read the segments of all
-// processes. Every backend on a POSIX host shares them (drivers/host/, D11).
+// create_statistics_segment); the rest is what a monitor (tools/aclvmm-smi) needs to find and
+// read the segments of all processes. Every backend on a POSIX host shares them (drivers/host/, D11).
 //
 // The directory is shared with every other user, so everything in it is treated as hostile:
 // - the writer creates its file exclusively under an unpredictable temporary name, checks that it
@@ -23,15 +22,36 @@
 #include <string>
 #include <vector>
 
-#include "drivers/driver.h"
 #include "drivers/host/process_facts.h"
 
 namespace aclvmm::dev::host {
 
-// The writer implements the old seam's interface until migration step 9 removes driver.h
-// (posix_host_services.cpp presents it as a dev::StatisticsSegment meanwhile).
-using drv::StatsOwner;
-using drv::StatsSegment;
+// The process that owns a statistics segment, as the kernel reports it.
+struct StatsOwner {
+  int pid = 0;
+  unsigned uid = 0;
+  uint64_t start_time = 0;     // /proc/<pid>/stat starttime
+  std::string name;            // comm, at most 15 bytes
+  uint64_t pid_namespace = 0;  // inode of /proc/self/ns/pid: pids mean something only within it
+};
+
+// A small file in shared memory through which a process publishes statistics for monitors. It
+// is created under a temporary name and zero-filled; the caller fills it and publish() renames
+// it to its final name, so a reader never sees half a header. The mapping lives as long as this
+// object, whatever happened to the name. Results are 0 or -errno.
+// (posix_host_services.cpp presents it as a dev::StatisticsSegment.)
+class StatsSegment {
+ public:
+  virtual ~StatsSegment() = default;  // unmaps; never removes the name
+  virtual void* data() = 0;           // size() bytes, shared and writable
+  virtual size_t size() const = 0;
+  virtual const StatsOwner& owner() const = 0;
+  virtual const std::string& path() const = 0;  // the final name
+  virtual int publish() = 0;
+  // Removes the final name. Only in the creating process: a forked child that exits must not
+  // take its parent's segment away.
+  virtual void withdraw() = 0;
+};
 
 class ShmStatsSegment final : public StatsSegment {
  public:

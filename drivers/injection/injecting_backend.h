@@ -55,7 +55,6 @@ class InjectingBackend final : public DeviceBackend {
   void after_fork_parent() override { inner_->after_fork_parent(); }
   void after_fork_child() override { inner_->after_fork_child(); }
   void release_inherited() override { inner_->release_inherited(); }
-  LegacyMemory* legacy_memory() override { return inner_->legacy_memory(); }
 
  private:
   const std::unique_ptr<DeviceBackend> inner_;

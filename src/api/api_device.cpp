@@ -151,9 +151,12 @@ aclError aclrtGetMemInfo(aclrtMemAttr attr, size_t* free, size_t* total) {
   switch (kind) {
     case ACL_DDR_MEM: case ACL_DDR_MEM_HUGE: case ACL_DDR_MEM_NORMAL:
     case ACL_DDR_MEM_P2P_HUGE: case ACL_DDR_MEM_P2P_NORMAL:
-      *total = rt.backend().host_memory_total();
-      *free = rt.backend().host_memory_free();
+    {
+      dev::HostServices& host = rt.device()->host();
+      *total = host.memory_total();
+      *free = host.memory_free();
       return ACL_SUCCESS;
+    }
     default: {
       auto pool = rt.pool(*dev);
       *total = pool->total();

@@ -29,7 +29,8 @@ ManagedLocation to_core(const aclrtMemManagedLocation& loc) {
     out.id = phys.ok() ? *phys : loc.id;
   } else if (out.type == ACL_MEM_LOCATIONTYPE_HOST_NUMA_CURRENT) {
     out.type = ACL_MEM_LOCATIONTYPE_HOST_NUMA;
-    out.id = Runtime::get().backend().current_numa_node();
+    const std::shared_ptr<dev::DeviceBackend>& device = Runtime::get().device();
+    out.id = device ? device->host().current_numa_node() : 0;
   }
   return out;
 }

@@ -1,6 +1,7 @@
 // Failure injection (ACLVMM_FAULTS and aclvmmInjectFault).
 //
-// A rule names an ACL function or a backend step ("drv.*", see runtime/injecting_backend.h). For an
+// A rule names an ACL function or a backend step (drivers/injection_steps.h: "dev.*" at the
+// device interface, a backend's own such as "emu.*", and the older "drv.*" names). For an
 // ACL function the nth following call fails with the rule's code before it does anything, so it
 // leaves no partial state behind. For a backend step the nth following execution of the step
 // returns -code (the code is a positive errno), in the middle of whatever call runs it: that is

@@ -10,7 +10,6 @@
 #include "base/json_check.h"
 #include "observability/log.h"
 #include "observability/trace.h"
-#include "runtime/injecting_backend.h"
 #include "runtime/core_listener.h"
 #include "runtime/injection.h"
 #include "runtime/smi_publisher.h"
@@ -141,15 +140,13 @@ Status Runtime::start_locked() {
   ACLVMM_ASSIGN_OR_RETURN(Config cfg, load_config());
   // Armed before the backend's first steps, so that ACLVMM_FAULTS reaches the window claims too.
   injection_reset(cfg.injections);
-  if (!backend_) {
-    // A forked child's first start: the parent's windows go first, so that ours land where the
-    // parent's were (the vendor's addresses, unless a sanitizer had them placed elsewhere).
+  if (!attached_) {
+    // This object's first start (a forked child's included): the parent's windows go first, so
+    // that ours land where the parent's were (the vendor's addresses, unless a sanitizer had
+    // them placed elsewhere).
     release_inherited();
-    // Always behind the failure-injection decorator: "drv.*" rules fail single backend steps.
-    backend_ = with_injection(drv::create_backend(cfg.driver));
-    if (!backend_) return Error(kAclInvalidParam, "no driver backend called " + cfg.driver);
-    space_.attach_driver(backend_.get());
-    sharing_.attach(backend_.get(), &physical_, this);
+    sharing_.attach(&physical_, this);
+    attached_ = true;
     if (!g_exit_registered.exchange(true)) std::atexit(at_exit);
   }
   // The device backend follows each start's configuration (device count and memory, open mode);
@@ -174,14 +171,14 @@ Status Runtime::start_locked() {
       devices_[i].pool = std::make_shared<MemoryPool>(config.device_memory, std::move(mirrors[i]));
       pools_.push_back(devices_[i].pool);
     }
-    host_pool_ = std::make_shared<MemoryPool>(backend_->host_memory_total());
+    host_pool_ = std::make_shared<MemoryPool>(device_->host().memory_total());
     connect_pools(device_, pools_, host_pool_);  // the device's ledger is their authority (D8)
   }
   trace::open(config.trace_file);
   started_.store(true, std::memory_order_release);
   ACLVMM_LOG_INFO("RUNTIME", "started: soc {} ({}), {} device(s) of {} bytes, driver {}",
                   config.product.soc, config.product.family_name(), config.device_count,
-                  config.device_memory, backend_->name());
+                  config.device_memory, config.driver);
   return Status::Ok();
 }
 

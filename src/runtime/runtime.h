@@ -25,7 +25,6 @@
 #include "base/lock_rank.h"
 #include "base/status.h"
 #include "drivers/device_backend.h"
-#include "drivers/driver.h"
 #include "runtime/config.h"
 #include "runtime/config_snapshots.h"
 #include "runtime/stream.h"
@@ -72,7 +71,6 @@ class Runtime final : public RuntimeServices {
   // for the process's lifetime. A call reads it once (`const Config& cfg = rt.config();`) and
   // keeps to that copy; a restart meanwhile publishes a new snapshot and leaves it alone.
   const Config& config() const { return config_.current(); }
-  drv::Backend& backend() override { return *backend_; }
   // The device backend (docs/device-interface.md), opened at each start with that start's
   // configuration and let go at teardown; memory still held then keeps it alive (DeviceMemory).
   const std::shared_ptr<dev::DeviceBackend>& device() const override { return device_; }
@@ -163,7 +161,7 @@ class Runtime final : public RuntimeServices {
   int init_refs_ = 0;
   std::string init_config_;
   ConfigSnapshots config_;  // published by start_locked, under mu_
-  std::unique_ptr<drv::Backend> backend_;
+  bool attached_ = false;  // under mu_: the first start bound the services to this object
   std::shared_ptr<dev::DeviceBackend> device_;
   std::vector<Device> devices_;
   // Capacity pools are read by stream workers and the fault thread, which teardown joins while

@@ -216,11 +216,7 @@ StatusOr<uint64_t> AddressSpace::add_block(const BlockSpec& spec,
                                            dev::Condition* refused) {
   const bool host = spec.kind == RegionKind::kHostPinned;
   std::unique_lock lock(mu_);
-  dev::LegacyMemory* bridge = device_ ? device_->legacy_memory() : nullptr;
-  if (bridge == nullptr) {
-    return Error(kAclInternalError,
-                 "the device backend gives no access to its memory for this runtime's copies");
-  }
+  if (!device_) return Error(kAclInternalError, "no device backend is attached");
   // One backend call places the block in its window and makes the memory, its page-table words
   // and (host blocks) its CPU view (D10).
   dev::BlockRequest request;
@@ -239,9 +235,6 @@ StatusOr<uint64_t> AddressSpace::add_block(const BlockSpec& spec,
   }
   const uint64_t base = block.address;
   try {
-    // The core's copies still reach the bytes the old way (legacy_memory.h, until step 3).
-    std::shared_ptr<drv::PhysicalMemory> bytes = bridge->memory(block.memory);
-    phys->memory = backend_ ? backend_->instrument(std::move(bytes)) : std::move(bytes);
     auto region = std::make_unique<Region>();
     region->kind = spec.kind;
     region->base = base;

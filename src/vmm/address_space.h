@@ -22,7 +22,6 @@
 #include "base/read_mostly_mutex.h"
 #include "base/status.h"
 #include "drivers/device_backend.h"
-#include "drivers/driver.h"
 #include "vmm/chunk_index.h"
 #include "vmm/physical.h"
 
@@ -103,18 +102,6 @@ struct Accessor {
   uint64_t peer_mask = 0;
 };
 
-struct Segment {
-  std::shared_ptr<drv::PhysicalMemory> memory;
-  uint64_t offset = 0;
-  uint64_t length = 0;
-};
-
-// How a device operation reaches [va, va+n): CPU memory (a plain pointer) or physical segments.
-struct Translation {
-  bool cpu = true;
-  std::vector<Segment> segments;
-};
-
 // An aclrtMalloc / aclrtMallocHost block as vmm_malloc computed it.
 struct BlockSpec {
   RegionKind kind = RegionKind::kDeviceMalloc;  // or kHostPinned
@@ -140,9 +127,6 @@ class AddressSpace {
   // Gives back every range it still holds (a test's address space; the runtime's lives as long
   // as the process).
   ~AddressSpace() { (void)clear(); }
-  // The old seam (drivers/driver.h, until step 9): the instrumentation of a block's bytes for the
-  // core's copies. Set once, before the first attach_device.
-  void attach_driver(drv::Backend* backend) { backend_ = backend; }
   // The device backend whose windows hold every range of this object and whose MMU programs every
   // VMM mapping (each runtime start; the runtime passes it, so this object needs no runtime of
   // its own). Set before the first reservation; its layout is copied (the windows are on every
@@ -185,7 +169,10 @@ class AddressSpace {
   // Queries.
   StatusOr<AddressRange> address_range(uint64_t ptr) const;
   StatusOr<PointerInfo> pointer_info(uint64_t ptr, size_t host_page) const;
-  Status translate(uint64_t va, uint64_t n, bool write, const Accessor& who, Translation* out) const;
+  // Why a device operation of `who` may not reach [va, va+n) (Ok when it may, and for process
+  // memory outside the windows): the core's records, in the words and codes the vendor runtime
+  // reports. The device's MMU decides a copy; this explains one it refused (MemoryOps::refused).
+  Status check_device_access(uint64_t va, uint64_t n, bool write, const Accessor& who) const;
 
   // The managed window (the backend's, WindowLayout::managed).
   uint64_t uvm_window() const { return layout_.managed.base; }
@@ -200,7 +187,6 @@ class AddressSpace {
   Region* find_region(uint64_t va);
   bool in_windows(uint64_t va) const;
 
-  drv::Backend* backend_ = nullptr;
   std::shared_ptr<dev::DeviceBackend> device_;
   dev::DeviceMmu* mmu_ = nullptr;  // device_'s, fetched once
   // Publishes what pointer queries answer for the mappings of r (or all of r, a malloc block).

@@ -98,10 +98,8 @@ StatusOr<PointerInfo> AddressSpace::pointer_info(uint64_t ptr, size_t host_page)
   return info;
 }
 
-Status AddressSpace::translate(uint64_t va, uint64_t n, bool write, const Accessor& who,
-                               Translation* out) const {
-  out->cpu = true;
-  out->segments.clear();
+Status AddressSpace::check_device_access(uint64_t va, uint64_t n, bool write,
+                                          const Accessor& who) const {
   std::shared_lock tree(mu_);
   const Region* r = find_region(va);
   auto own = read_mappings(r);
@@ -123,7 +121,6 @@ Status AddressSpace::translate(uint64_t va, uint64_t n, bool write, const Access
     }
     return Status::Ok();
   }
-  out->cpu = false;
   uint64_t cur = va, left = n;
   const Mapping* m = mapping_at(*r, cur);
   auto it = m ? r->mappings.find(m->va) : r->mappings.end();
@@ -157,9 +154,7 @@ Status AddressSpace::translate(uint64_t va, uint64_t n, bool write, const Access
                          " (mapped for device " + std::to_string(mm.phys->device) + ")");
       }
     }
-    uint64_t off = cur - mm.va;
-    uint64_t len = std::min(left, mm.size - off);
-    out->segments.push_back(Segment{mm.phys->memory, off, len});
+    const uint64_t len = std::min(left, mm.size - (cur - mm.va));
     cur += len;
     left -= len;
     ++it;

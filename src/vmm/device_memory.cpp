@@ -1,7 +1,5 @@
 #include "vmm/device_memory.h"
 
-#include <cerrno>
-#include <new>
 
 #include "observability/log.h"
 #include "vmm/device_error.h"
@@ -28,11 +26,6 @@ dev::PhysicalProperties properties_of(const PhysicalAllocation& phys) {
   return props;
 }
 
-Status no_bridge() {
-  return Error(kAclInternalError,
-               "the device backend gives no access to its memory for this runtime's copies");
-}
-
 }  // namespace
 
 void DeviceMemory::reset() {
@@ -47,10 +40,8 @@ void DeviceMemory::reset() {
   backend_.reset();
 }
 
-Status DeviceMemory::create(const std::shared_ptr<dev::DeviceBackend>& backend, drv::Backend& old,
+Status DeviceMemory::create(const std::shared_ptr<dev::DeviceBackend>& backend,
                             PhysicalAllocation& phys, dev::Condition* refused) {
-  dev::LegacyMemory* bridge = backend->legacy_memory();
-  if (bridge == nullptr) return no_bridge();
   const dev::PhysicalProperties props = properties_of(phys);
   const dev::PhysicalSpec spec{props.location, props.page_type, props.mem_type, props.size};
   dev::PhysicalId id;
@@ -59,28 +50,6 @@ Status DeviceMemory::create(const std::shared_ptr<dev::DeviceBackend>& backend, 
     if (refused != nullptr) *refused = r.condition();
     return Error(device_code(r), "the backend could not create " + std::to_string(phys.size) +
                                  " bytes of physical memory: " + backend->describe(r));
-  }
-  // Held from here, so that every failure below releases it again.
-  phys.device_memory.backend_ = backend;
-  phys.device_memory.id_ = id;
-  try {
-    phys.memory = old.instrument(bridge->memory(id));
-  } catch (const std::bad_alloc&) {
-    phys.device_memory.reset();
-    return Error(ACL_ERROR_RT_MEMORY_ALLOCATION, "no memory to track the physical memory");
-  }
-  return Status::Ok();
-}
-
-Status DeviceMemory::adopt(const std::shared_ptr<dev::DeviceBackend>& backend,
-                           PhysicalAllocation& phys) {
-  dev::LegacyMemory* bridge = backend->legacy_memory();
-  if (bridge == nullptr) return no_bridge();
-  dev::PhysicalId id;
-  const dev::Result r = bridge->adopt(properties_of(phys), phys.memory, &id);
-  if (!r.ok()) {
-    return Error(device_code(r), "the backend could not take the imported memory: " +
-                                 backend->describe(r));
   }
   phys.device_memory.backend_ = backend;
   phys.device_memory.id_ = id;

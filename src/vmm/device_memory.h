@@ -3,17 +3,13 @@
 // released exactly once when it goes: the vendor runtime's one halMemRelease per handle after its
 // last reference (behavior.md §6). It keeps the backend alive until then, so memory that outlives
 // a runtime teardown (a restart) is still released into the backend that made it.
-//
-// Transitional (issue 14 steps 2–5): the core's copies, exports and managed memory still work on
-// drv::PhysicalMemory, which create() fetches through the backend's LegacyMemory bridge (the
-// same bytes). Imports arrive from the backend's Sharing unit as PhysicalIds (take()).
+// Imports arrive from the backend's Sharing unit as PhysicalIds (take()).
 #pragma once
 
 #include <memory>
 
 #include "base/status.h"
 #include "drivers/device_backend.h"
-#include "drivers/driver.h"
 
 namespace aclvmm {
 
@@ -31,15 +27,11 @@ class DeviceMemory {
   void reset();
 
   // Creates the backend object for `phys` (side, device, page and memory type, size already
-  // checked and rounded by the caller) and fills phys.device_memory and phys.memory (the same
-  // bytes, through `old`'s instrumentation so that "drv.read"-style rules keep reaching them).
-  // Rolls back on failure: nothing is held. `refused` (if given) gets the backend's reason when
-  // it refused (kOutOfMemory: its ledger, the capacity authority, is full: D8).
-  static Status create(const std::shared_ptr<dev::DeviceBackend>& backend, drv::Backend& old,
+  // checked and rounded by the caller) and holds it in phys.device_memory. Nothing is held on
+  // failure. `refused` (if given) gets the backend's reason when it refused (kOutOfMemory: its
+  // ledger, the capacity authority, is full: D8).
+  static Status create(const std::shared_ptr<dev::DeviceBackend>& backend,
                        PhysicalAllocation& phys, dev::Condition* refused = nullptr);
-  // phys.memory came the old way (memory a unit test made through drv::Backend): gives it an
-  // uncharged PhysicalId.
-  static Status adopt(const std::shared_ptr<dev::DeviceBackend>& backend, PhysicalAllocation& phys);
   // Takes over `id`, an object of `backend` the caller got otherwise (an import from
   // Sharing): released with this like any other. Any object held before is released first.
   void take(const std::shared_ptr<dev::DeviceBackend>& backend, dev::PhysicalId id);

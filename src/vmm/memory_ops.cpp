@@ -41,8 +41,7 @@ dev::Executor MemoryOps::executor(const Accessor& who) {
 
 Status MemoryOps::side_refused(uint64_t va, uint64_t n, bool write, const Accessor& who) const {
   if (managed_.in_window(va)) return managed_.covered(va, n);
-  Translation t;
-  return space_.translate(va, n, write, who, &t);
+  return space_.check_device_access(va, n, write, who);
 }
 
 Status MemoryOps::refused(const dev::CopyOutcome& out, uint64_t dst, uint64_t src, uint64_t n,

@@ -6,7 +6,6 @@
 #include <memory>
 #include <string>
 
-#include "drivers/driver.h"
 #include "vmm/device_memory.h"
 
 namespace aclvmm {
@@ -89,7 +88,6 @@ struct PhysicalAllocation {
   bool imported = false;
   int reported_device = -1;  // imported: the exporter's device, which property queries report
   const char* created_by = "";
-  std::shared_ptr<drv::PhysicalMemory> memory;
   // The backend's object (VMM handles and imports; aclrtMalloc blocks are the backend's blocks,
   // freed with their region). Its release gives the backend's charge back.
   DeviceMemory device_memory;

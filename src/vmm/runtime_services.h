@@ -13,7 +13,6 @@
 #include <string>
 
 #include "base/status.h"
-#include "drivers/driver.h"
 #include "vmm/device_directory.h"
 #include "vmm/physical.h"
 
@@ -41,8 +40,6 @@ class RuntimeServices : public DeviceDirectory {
   virtual StatusOr<int> current_device() const = 0;
   // Host memory handed out as physical or pinned memory; nullptr while stopped.
   virtual std::shared_ptr<MemoryPool> host_pool() const = 0;
-  // The OS-level backend (drivers/driver.h) of the started runtime.
-  virtual drv::Backend& backend() = 0;
 
  protected:
   ~RuntimeServices() = default;

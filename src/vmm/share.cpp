@@ -52,9 +52,7 @@ class CounterReader final : public dev::StatisticsVisitor {
 
 }  // namespace
 
-void ShareService::attach(drv::Backend* backend, HandleTable<PhysicalAllocation>* physical,
-                          DeviceDirectory* devices) {
-  backend_ = backend;
+void ShareService::attach(HandleTable<PhysicalAllocation>* physical, DeviceDirectory* devices) {
   physical_ = physical;
   devices_ = devices;
   static bool registered = false;
@@ -203,11 +201,10 @@ uint64_t ShareService::reuse_import_locked(uint64_t token, int physical_device) 
   return known->second;
 }
 
-Status ShareService::adopt_import(const dev::ImportedMemory& imported, int physical_device,
+void ShareService::adopt_import(const dev::ImportedMemory& imported, int physical_device,
                                   PhysicalAllocation* phys) {
-  const std::shared_ptr<dev::DeviceBackend>& device = devices_->device();
-  // From here the handle owns the backend's object: every failure below releases it.
-  phys->device_memory.take(device, imported.memory);
+  // From here the handle owns the backend's object: whatever fails later releases it with phys.
+  phys->device_memory.take(devices_->device(), imported.memory);
   const dev::PhysicalProperties& props = imported.properties;
   phys->imported = true;
   phys->created_by = "aclrtMemImportFromShareableHandle";
@@ -217,15 +214,6 @@ Status ShareService::adopt_import(const dev::ImportedMemory& imported, int physi
   phys->page_type = static_cast<PageType>(props.page_type);
   phys->mem_type = static_cast<MemType>(props.mem_type);
   phys->size = props.size;
-  // Until copies leave the core (migration step 3) they read the bytes the old way, through
-  // the old seam's instrumentation so that "drv.read"-style rules keep reaching them.
-  if (dev::LegacyMemory* bridge = device->legacy_memory()) {
-    phys->memory = backend_->instrument(bridge->memory(imported.memory));
-    if (!phys->memory) {
-      return Error(kAclInternalError, "the device backend gives no access to the imported memory");
-    }
-  }
-  return Status::Ok();
 }
 
 StatusOr<uint64_t> ShareService::import(uint64_t token, int physical_device) {
@@ -275,7 +263,7 @@ StatusOr<uint64_t> ShareService::import(uint64_t token, int physical_device) {
         return Error(code_of(r), "the received memory is unusable: " + detail);
     }
   }
-  ACLVMM_RETURN_IF_ERROR(adopt_import(imported, physical_device, phys.get()));
+  adopt_import(imported, physical_device, phys.get());
   const int exporter_device = phys->reported_device;
   const bool device_memory = phys->on_device();
   uint64_t handle = 0;

@@ -25,7 +25,6 @@
 #include "base/handle_table.h"
 #include "base/lock_rank.h"
 #include "base/status.h"
-#include "drivers/driver.h"
 #include "vmm/device_directory.h"
 #include "vmm/physical.h"
 
@@ -33,11 +32,10 @@ namespace aclvmm {
 
 class ShareService {
  public:
-  // Binds what an import needs of the runtime that starts (the old seam's instrumentation for
-  // the bytes of imported memory, the physical-handle table imports enter, the devices and
-  // their backend); every runtime's first start calls it, a forked child's included.
-  void attach(drv::Backend* backend, HandleTable<PhysicalAllocation>* physical,
-              DeviceDirectory* devices);
+  // Binds what an import needs of the runtime that starts (the physical-handle table imports
+  // enter, the devices and their backend); every runtime's first start calls it, a forked
+  // child's included.
+  void attach(HandleTable<PhysicalAllocation>* physical, DeviceDirectory* devices);
 
   // Exports `handle` (whose allocation is `phys`); the V1 token.
   StatusOr<uint64_t> export_handle(uint64_t handle, const std::shared_ptr<PhysicalAllocation>& phys,
@@ -78,9 +76,8 @@ class ShareService {
   // there is none. mu_ held.
   uint64_t reuse_import_locked(uint64_t token, int physical_device);
   bool own_token_locked(uint64_t token) const;
-  // The handle's allocation from what the backend imported; rolls back (releases the memory)
-  // on failure.
-  Status adopt_import(const dev::ImportedMemory& imported, int physical_device,
+  // The handle's allocation from what the backend imported (it holds the backend's object).
+  void adopt_import(const dev::ImportedMemory& imported, int physical_device,
                       PhysicalAllocation* phys);
   uint64_t ipc(const char* name) const;
   // The backend's counters as they were at the last shutdown: what is reported while stopped.
@@ -89,8 +86,7 @@ class ShareService {
                                                  "impostors_refused",   "replies_refused"};
   dev::Sharing* sharing() const;
 
-  drv::Backend* backend_ = nullptr;                       // set by attach, before any import
-  HandleTable<PhysicalAllocation>* physical_ = nullptr;  // likewise
+  HandleTable<PhysicalAllocation>* physical_ = nullptr;  // set by attach, before any import
   DeviceDirectory* devices_ = nullptr;                    // likewise
   mutable RankedMutex<LockRank::kShareService> mu_;
   std::map<uint64_t, uint64_t> exports_;                  // handle -> token

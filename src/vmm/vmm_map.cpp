@@ -154,7 +154,7 @@ StatusOr<PointerInfo> Vmm::pointer_info(uint64_t ptr) {
 size_t Vmm::host_page() {
   size_t page = host_page_.load(std::memory_order_relaxed);
   if (page == 0) {
-    page = rt_.backend().host_page_size();
+    page = rt_.device()->host().page_size();
     host_page_.store(page, std::memory_order_relaxed);
   }
   return page;

@@ -28,7 +28,7 @@ Status Vmm::host_numa_supported() {
                  "host NUMA memory is not supported: ACLVMM_HOST_NUMA=off emulates a host without "
                  "NUMA");
   }
-  if (rt_.backend().numa_node_count() == 0) {
+  if (rt_.device()->host().numa_node_count() == 0) {
     return Error(ACL_ERROR_RT_FEATURE_NOT_SUPPORT, "this host has no NUMA support");
   }
   return Status::Ok();
@@ -38,7 +38,6 @@ StatusOr<uint64_t> Vmm::malloc_physical(uint64_t size, const PhysicalSpec& spec)
   if (spec.side == Side::kHostNuma) ACLVMM_RETURN_IF_ERROR(host_numa_supported());
   if (!rt_.svm_ready()) return no_device_opened();
   if (spec.reserve != 0) return Error(ACL_ERROR_RT_PARAM_INVALID, "prop->reserve must be 0");
-  drv::Backend& be = rt_.backend();
   if (spec.side == Side::kHost && spec.device != 0) {
     // The id is the caller's uint32_t: ids of 2^31 and more are out of range too, not "1..63"
     // (tests/fuzz found them answered with 207000).
@@ -50,7 +49,7 @@ StatusOr<uint64_t> Vmm::malloc_physical(uint64_t size, const PhysicalSpec& spec)
                                                  " is out of range");
   }
   if (spec.side == Side::kHostNuma) {
-    const int nodes = be.numa_node_count();
+    const int nodes = rt_.device()->host().numa_node_count();
     if (spec.device < 0 || spec.device >= (nodes > 0 ? nodes : 1)) {
       return Error(ACL_ERROR_RT_PARAM_INVALID, "NUMA node " + std::to_string(spec.device) +
                                                    " does not exist on this host");
@@ -99,7 +98,7 @@ StatusOr<uint64_t> Vmm::malloc_physical(uint64_t size, const PhysicalSpec& spec)
   };
   if (!pool) return out_of_memory();
   dev::Condition refused = dev::Condition::kOk;
-  const Status made = DeviceMemory::create(rt_.device(), be, *phys, &refused);
+  const Status made = DeviceMemory::create(rt_.device(), *phys, &refused);
   if (refused == dev::Condition::kOutOfMemory) return out_of_memory();
   ACLVMM_RETURN_IF_ERROR(made);
   uint64_t token = physical_.insert(std::move(phys));

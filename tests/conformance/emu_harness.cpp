@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "conformance/harness.h"
-#include "drivers/emu/address_space.h"
+#include "drivers/emu/os/placeholders.h"
 #include "drivers/emu/device/physical_object.h"
 
 namespace aclvmm::conformance {
@@ -27,7 +27,7 @@ class EmuHarness final : public Harness {
     if (::mkdtemp(pattern) != nullptr) dir_ = pattern;
   }
   ~EmuHarness() override {
-    for (const auto& [base, size] : claims_) (void)drv::emu::release_window(base, size);
+    for (const auto& [base, size] : claims_) (void)dev::emu::os::release_window(base, size);
     if (dir_.empty()) return;
     if (DIR* d = ::opendir(dir_.c_str())) {
       while (dirent* e = ::readdir(d)) {
@@ -88,7 +88,7 @@ class EmuHarness final : public Harness {
   }
   uint64_t reserve_va(uint64_t size) override {
     uint64_t base = 0;
-    if (drv::emu::claim_window(0, size, dev::kGiB, &base) != 0) return 0;
+    if (dev::emu::os::claim_window(0, size, dev::kGiB, &base) != 0) return 0;
     claims_.emplace_back(base, size);
     return base;
   }

@@ -29,12 +29,12 @@ mutations=(
     "src/vmm/address_space.cpp|$(add src/vmm/address_space.cpp runtime/runtime.h)"
     "src/vmm/vmm_map.cpp|$(add src/vmm/vmm_map.cpp runtime/config.h)"
     "src/runtime/config.cpp|$(add src/runtime/config.cpp api/api_common.h)"
-    "src/vmm/physical.h|$(add src/vmm/physical.h drivers/emu/memfd_memory.h)"
-    "src/api/api_memory.cpp|$(add src/api/api_memory.cpp drivers/driver.h)"
-    "drivers/emu/util.h|$(add drivers/emu/util.h vmm/physical.h)"
-    "drivers/registry.cpp|$(add drivers/registry.cpp runtime/runtime.h)"
+    "src/vmm/physical.h|$(add src/vmm/physical.h drivers/emu/os/memfd_memory.h)"
+    "src/api/api_memory.cpp|$(add src/api/api_memory.cpp drivers/device_backend.h)"
+    "drivers/emu/os/util.h|$(add drivers/emu/os/util.h vmm/physical.h)"
+    "drivers/device_registry.cpp|$(add drivers/device_registry.cpp runtime/runtime.h)"
     "drivers/fake/fake_host.cpp|$(add drivers/fake/fake_host.cpp drivers/host/host_facts.h)"
-    "drivers/host/host_facts.cpp|$(add drivers/host/host_facts.cpp drivers/emu/util.h)"
+    "drivers/host/host_facts.cpp|$(add drivers/host/host_facts.cpp drivers/emu/os/util.h)"
     "drivers/injection/injecting_units.cpp|$(add drivers/injection/injecting_units.cpp drivers/fake/fake_machine.h)"
     "tests/conformance/harness.h|$(add tests/conformance/harness.h vmm/physical.h)"
     "src/runtime/stream.cpp|$(add src/runtime/stream.cpp core/status.h)"
@@ -44,7 +44,7 @@ mutations=(
     "tests/unit/api/misuse_test.cpp|mkdir -p tests/unit/api && echo '// no such layer' > tests/unit/api/misuse_test.cpp"
     "tests/unit/vmm/address_space.cpp|mv tests/unit/vmm/address_space_test.cpp tests/unit/vmm/address_space.cpp"
     "tests/unit/runtime/streams_test.cpp|mv tests/unit/runtime/stream_test.cpp tests/unit/runtime/streams_test.cpp"
-    "tests/unit/helpers.h|mv tests/unit/testing/window_releasing_backend.h tests/unit/helpers.h"
+    "tests/unit/helpers.h|mv tests/unit/testing/test_device.h tests/unit/helpers.h"
 )
 
 status=0

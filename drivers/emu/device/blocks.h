@@ -11,8 +11,8 @@
 // is full. A device that does not exist or a size of 0 is kInvalidArgument.
 //
 // free() removes the entry (its CPU view first: if that cannot go, the block stays), gives the
-// range back to its window and drops the object; the memfd lives on while the core's old copy paths still hold it (legacy_memory.h), the
-// charge goes back now.
+// range back to its window and drops the object; the memfd lives on while a copy still running
+// on it holds the object (retain/drop, D4), the charge goes back now.
 //
 // Destruction frees every block still allocated (device_backend.h "Destruction", C48): the
 // windows are the process's and outlive the backend, so a block the core left would otherwise

@@ -8,7 +8,7 @@
 #include "drivers/copy_rights.h"
 #include "drivers/emu/device/hazard.h"
 #include "drivers/emu/device/physical_object.h"
-#include "drivers/emu/host_copy.h"
+#include "drivers/emu/os/host_copy.h"
 #include "drivers/emu/unified/emu_unified.h"
 #include "drivers/injection_steps.h"
 
@@ -21,7 +21,7 @@ using Side = CopyOutcome::Side;
 // memfd of a managed range (`managed`, likewise held), or process memory (neither) at `address`.
 struct Piece {
   EmuPhysical* memory = nullptr;
-  std::shared_ptr<drv::PhysicalMemory> managed;
+  std::shared_ptr<os::PhysicalMemory> managed;
   uint64_t offset = 0;
   uint64_t length = 0;
   Piece() = default;
@@ -31,7 +31,7 @@ struct Piece {
     if (memory != nullptr) memory->drop();
   }
   // The bytes of a device-side piece; nullptr for process memory.
-  drv::PhysicalMemory* bytes() const {
+  os::PhysicalMemory* bytes() const {
     return memory != nullptr ? &memory->memory() : managed.get();
   }
 };
@@ -81,7 +81,7 @@ bool find_unreachable(uint64_t address, uint64_t n, bool write, uint64_t* at) {
     auto* p = reinterpret_cast<uint8_t*>(a);
     uint8_t byte = 0;
     // Writes back what it read: the copy overwrites this byte anyway.
-    if (drv::emu::host_copy(&byte, p, 1) != 0 || (write && drv::emu::host_copy(p, &byte, 1) != 0)) {
+    if (os::host_copy(&byte, p, 1) != 0 || (write && os::host_copy(p, &byte, 1) != 0)) {
       *at = a;
       return true;
     }
@@ -122,8 +122,8 @@ CopyOutcome move(const Gate& gate, const Piece& s, uint64_t src_va, const Piece&
                  uint64_t dst_va, uint64_t len) {
   auto* host_src = reinterpret_cast<const void*>(src_va);
   auto* host_dst = reinterpret_cast<void*>(dst_va);
-  drv::PhysicalMemory* const from = s.bytes();
-  drv::PhysicalMemory* const to = d.bytes();
+  os::PhysicalMemory* const from = s.bytes();
+  os::PhysicalMemory* const to = d.bytes();
   if (from != nullptr) {
     if (Result r = injected(gate, steps::kEmuMemfdRead); !r.ok()) {
       return CopyOutcome{r, Side::kSource, src_va};
@@ -149,7 +149,7 @@ CopyOutcome move(const Gate& gate, const Piece& s, uint64_t src_va, const Piece&
     if (Result r = injected(gate, steps::kEmuHostCopy); !r.ok()) {
       return CopyOutcome{r, Side::kSource, src_va};
     }
-    rc = drv::emu::host_copy(host_dst, host_src, len);
+    rc = os::host_copy(host_dst, host_src, len);
     if (rc == -EFAULT) return host_pair_fault(src_va, dst_va, len);
   }
   if (rc != 0) {
@@ -241,7 +241,7 @@ CopyOutcome EmuCopyEngine::fill(const FillRequest& request) {
     if (Result r = injected(gate_, steps::kEmuHostFill); !r.ok()) {
       return failure(r, Side::kDestination, dst.address);
     }
-    const int rc = drv::emu::host_fill(reinterpret_cast<void*>(dst.address), request.value,
+    const int rc = os::host_fill(reinterpret_cast<void*>(dst.address), request.value,
                                        request.size);
     if (rc == -EFAULT) return host_fault(Side::kDestination, dst.address, request.size, true);
     if (rc != 0) return failure(Result::from_raw(rc), Side::kDestination, dst.address);

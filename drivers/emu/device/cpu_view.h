@@ -25,9 +25,9 @@ class CpuView {
   CpuView(BackendListener& listener, bool open) : gate_(listener), open_(open) {}
 
   // What the CPU should be allowed at `entry` given its HOST rights.
-  drv::CpuAccess wanted(const MmuEntry& entry) const;
+  os::CpuAccess wanted(const MmuEntry& entry) const;
   // Makes the kernel mapping at entry match `access` (no call when it already does).
-  Result apply(MmuEntry& entry, drv::CpuAccess access);
+  Result apply(MmuEntry& entry, os::CpuAccess access);
 
  private:
   InjectionGate gate_;

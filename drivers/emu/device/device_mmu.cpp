@@ -24,7 +24,7 @@ EmuDeviceMmu::EmuDeviceMmu(BackendListener& listener, bool host_access_open)
 EmuDeviceMmu::~EmuDeviceMmu() {
   for (MmuEntry* e = table_.first_from(0); e != nullptr;) {
     const uint64_t next = e->words_end();
-    (void)cpu_.apply(*e, drv::CpuAccess::kNone);
+    (void)cpu_.apply(*e, os::CpuAccess::kNone);
     forget(e);
     e = next < EmuPageTable::kLimit ? table_.first_from(next) : nullptr;
   }
@@ -112,7 +112,7 @@ Result EmuDeviceMmu::unmap_block(uint64_t va, AddressInfo::Kind* kind, uint64_t*
   MmuEntry* e = table_.find(va);
   if (e == nullptr || e->va != va || e->kind == AddressInfo::Kind::kMapping) return invalid();
   // As unmap(): a CPU view that cannot be removed keeps the block.
-  if (Result r = cpu_.apply(*e, drv::CpuAccess::kNone); !r.ok()) return r;
+  if (Result r = cpu_.apply(*e, os::CpuAccess::kNone); !r.ok()) return r;
   if (kind != nullptr) *kind = e->kind;
   if (size != nullptr) *size = e->size;
   forget(e);
@@ -124,7 +124,7 @@ Result EmuDeviceMmu::unmap(uint64_t va, uint64_t size) {
   if (e == nullptr) return invalid();
   // A CPU view that cannot be removed keeps the mapping: forgetting it would leave the memory
   // mapped where the next mapping goes.
-  if (Result r = cpu_.apply(*e, drv::CpuAccess::kNone); !r.ok()) return r;
+  if (Result r = cpu_.apply(*e, os::CpuAccess::kNone); !r.ok()) return r;
   forget(e);
   return Result::success();
 }
@@ -141,7 +141,7 @@ Result EmuDeviceMmu::set_access(uint64_t va, uint64_t size, const AccessGrant* g
   const uint8_t host = e->host.load(std::memory_order_relaxed);
   const uint64_t read = e->dev_read.load(std::memory_order_relaxed);
   const uint64_t write = e->dev_write.load(std::memory_order_relaxed);
-  const drv::CpuAccess cpu_before = e->cpu;
+  const os::CpuAccess cpu_before = e->cpu;
   for (size_t i = 0; i < count; ++i) e->set_access(grants[i].location, grants[i].flags);
   if (Result r = cpu_.apply(*e, cpu_.wanted(*e)); !r.ok()) {
     e->host.store(host, std::memory_order_relaxed);

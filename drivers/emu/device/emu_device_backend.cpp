@@ -38,7 +38,6 @@ EmuDeviceBackend::EmuDeviceBackend(const EmulationOptions& options, BackendListe
       windows_(listener),
       physical_(ledger_, listener, options.device_count, host_.numa_node_count(),
                 capabilities_.giant_page != 0),
-      legacy_(),
       sharing_(listener, share_transport_, options.device_count, options.visible_devices),
       mmu_(listener, options.host_access_open),
       blocks_(physical_, mmu_, windows_, options.device_count),

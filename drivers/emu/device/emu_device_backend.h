@@ -29,7 +29,6 @@
 #include "drivers/emu/device/copy_engine.h"
 #include "drivers/emu/device/device_mmu.h"
 #include "drivers/emu/device/devices.h"
-#include "drivers/emu/device/legacy_bridge.h"
 #include "drivers/emu/device/physical_allocator.h"
 #include "drivers/emu/device/windows.h"
 #include "drivers/emu/sharing/transport.h"
@@ -69,7 +68,6 @@ class EmuDeviceBackend final : public PartialBackend {
     unified_.after_fork_child();
   }
   void release_inherited() override { EmuWindows::release_inherited(); }
-  LegacyMemory* legacy_memory() override { return &legacy_; }
 
   // Test hooks: mappings in the page table, live exports.
   size_t live_mappings() const { return mmu_.live_mappings(); }
@@ -84,8 +82,7 @@ class EmuDeviceBackend final : public PartialBackend {
   EmuDevices devices_;
   EmuWindows windows_;  // before the units that place ranges in them
   EmuPhysicalAllocator physical_;
-  EmuLegacyBridge legacy_;
-  drv::emu::UnixShareTransport share_transport_;
+  share::UnixShareTransport share_transport_;
   EmuSharing sharing_;  // before the MMU: a mapped object's release may still end its export
   EmuDeviceMmu mmu_;  // its destructor drops the objects still mapped or allocated as blocks
   EmuBlocks blocks_;  // over physical_ and mmu_; holds nothing of its own

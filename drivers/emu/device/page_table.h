@@ -25,7 +25,7 @@
 #include "drivers/device_mmu.h"
 #include "drivers/device_result.h"
 #include "drivers/device_types.h"
-#include "drivers/driver.h"
+#include "drivers/emu/os/physical_memory.h"
 
 namespace aclvmm::dev::emu {
 
@@ -47,7 +47,7 @@ struct MmuEntry {
   // The small fields share the last word (an entry per live mapping: 64 bytes, not 80).
   std::atomic<uint8_t> host{0};
   // What the kernel mapping at va allows (cpu_view.h); changed only by the range's caller.
-  drv::CpuAccess cpu = drv::CpuAccess::kNone;
+  os::CpuAccess cpu = os::CpuAccess::kNone;
   AddressInfo::Kind kind = AddressInfo::Kind::kMapping;  // or kDeviceBlock / kHostBlock
   uint32_t page_size = 2 * kMiB;                         // what pointer queries report
 

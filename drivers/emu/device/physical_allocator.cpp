@@ -8,7 +8,7 @@
 #include "drivers/emu/device/capacity.h"
 #include "drivers/emu/device/physical_object.h"
 #include "drivers/emu/sharing/emu_sharing.h"
-#include "drivers/emu/memfd_memory.h"
+#include "drivers/emu/os/memfd_memory.h"
 #include "drivers/injection_steps.h"
 
 namespace aclvmm::dev::emu {
@@ -78,9 +78,9 @@ Result EmuPhysicalAllocator::make(const PhysicalSpec& spec, EmuPhysical** out) {
   if (Result r = check(spec); !r.ok()) return r;
   if (spec.size == 0) return invalid();
   if (Result r = ledger_.charge(spec.location, spec.size); !r.ok()) return r;
-  std::shared_ptr<drv::PhysicalMemory> memory;
+  std::shared_ptr<os::PhysicalMemory> memory;
   Result made = gate_.check(steps::kEmuMemfdCreate);
-  if (made.ok()) made = Result::from_raw(drv::emu::MemfdMemory::create(spec.size, &memory));
+  if (made.ok()) made = Result::from_raw(os::MemfdMemory::create(spec.size, &memory));
   EmuPhysical* object = nullptr;
   if (made.ok()) {
     PhysicalProperties props;
@@ -105,7 +105,7 @@ Result EmuPhysicalAllocator::release(PhysicalId memory) {
   EmuPhysical* object = EmuPhysical::from_id(memory);
   {
     std::lock_guard lock(held_mu_);
-    // An object the legacy bridge adopted is not on the list (legacy_memory.h, until step 9).
+    // An import made without a holder (EmuSharing without an allocator) is not on the list.
     if (object->held_) {
       if (object->held_prev_ != nullptr) object->held_prev_->held_next_ = object->held_next_;
       else held_head_ = object->held_next_;

@@ -1,5 +1,5 @@
 // EmuPhysicalAllocator: PhysicalAllocator of the emulated NPU: each object is an EmuPhysical over
-// a sealed memfd (drivers/emu/memfd_memory.*), charged to the CapacityLedger.
+// a sealed memfd (drivers/emu/os/memfd_memory.*), charged to the CapacityLedger.
 //
 // create(): checks what it must to stay safe (a location that names no device or NUMA node, a
 // size that is not a whole number of granules: kInvalidArgument; kHostNuma on a host without

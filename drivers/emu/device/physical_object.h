@@ -1,11 +1,10 @@
 // EmuPhysical: one physical memory object of the emulated NPU, what a PhysicalId names (D3: the
 // id is this object's address, trusted as the HAL trusts its handle pointers).
 //
-// The bytes are one sealed memfd (drivers/emu/memfd_memory.h, the same object today's
-// drv::Backend hands out), so the adapter of migration step 3 can give the core's old paths and
-// the device interface the very same memory. The object lives while anyone holds it: the handle
-// (from create until PhysicalAllocator::release) and, from step 2 on, each page-table entry that
-// maps it and each copy running on it (retain/drop, D4). The last drop returns the capacity
+// The bytes are one sealed memfd (drivers/emu/os/memfd_memory.h), which the sharing protocol
+// passes to an importing process. The object lives while anyone holds it: the handle (from
+// create until PhysicalAllocator::release), each page-table entry that maps it and each copy
+// running on it (retain/drop, D4). The last drop returns the capacity
 // charge and closes the memfd: on hardware, too, HBM is free only when nothing maps it.
 //
 // Threading: retain/drop and the route from any thread (atomics); properties are constant.
@@ -17,7 +16,7 @@
 #include <utility>
 
 #include "drivers/device_types.h"
-#include "drivers/driver.h"
+#include "drivers/emu/os/physical_memory.h"
 #include "drivers/physical_allocator.h"
 
 namespace aclvmm::dev::emu {
@@ -28,7 +27,7 @@ class EmuPhysical {
  public:
   // Holds one reference (the handle's). `ledger` was charged properties.size at
   // properties.location for this object; the last drop() gives it back.
-  EmuPhysical(const PhysicalProperties& properties, std::shared_ptr<drv::PhysicalMemory> memory,
+  EmuPhysical(const PhysicalProperties& properties, std::shared_ptr<os::PhysicalMemory> memory,
               CapacityLedger* ledger)
       : properties_(properties), memory_(std::move(memory)), ledger_(ledger) {}
   EmuPhysical(const EmuPhysical&) = delete;
@@ -47,8 +46,8 @@ class EmuPhysical {
   void set_importing_device(DeviceIndex device) {
     if (properties_.location.kind == Location::Kind::kDevice) mapping_owner_ = Location::device(device);
   }
-  drv::PhysicalMemory& memory() const { return *memory_; }
-  const std::shared_ptr<drv::PhysicalMemory>& shared_memory() const { return memory_; }
+  os::PhysicalMemory& memory() const { return *memory_; }
+  const std::shared_ptr<os::PhysicalMemory>& shared_memory() const { return memory_; }
 
   uint32_t route() const { return route_.load(std::memory_order_relaxed); }
   void set_route(uint32_t route) { route_.store(route, std::memory_order_relaxed); }
@@ -62,7 +61,7 @@ class EmuPhysical {
   ~EmuPhysical() = default;
 
   const PhysicalProperties properties_;
-  const std::shared_ptr<drv::PhysicalMemory> memory_;
+  const std::shared_ptr<os::PhysicalMemory> memory_;
   CapacityLedger* const ledger_;
   Location mapping_owner_ = properties_.location;
   std::atomic<uint32_t> route_{0};

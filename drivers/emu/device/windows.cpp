@@ -7,7 +7,7 @@
 #include <new>
 #include <string>
 
-#include "drivers/emu/address_space.h"
+#include "drivers/emu/os/placeholders.h"
 #include "drivers/emu/sanitizers.h"
 #include "drivers/injection_steps.h"
 #include "drivers/ranges/va_allocator.h"
@@ -79,7 +79,7 @@ Result claim(ProcessWindows& p, BackendListener& listener, const InjectionGate& 
     uint64_t base = 0;
     auto attempt = [&] {
       Result r = gate.check(steps::kEmuWindowClaim);
-      return r.ok() ? Result::from_raw(drv::emu::claim_window(preferred, size, kGiB, &base)) : r;
+      return r.ok() ? Result::from_raw(os::claim_window(preferred, size, kGiB, &base)) : r;
     };
     Result r = attempt();
     // The windows shrink rather than fail: the concurrency tests need no terabyte reservations.
@@ -91,7 +91,7 @@ Result claim(ProcessWindows& p, BackendListener& listener, const InjectionGate& 
       // Rollback: a later open claims them afresh at their preferred addresses instead of
       // finding them taken by our own leftovers.
       for (size_t j = 0; j < i; ++j) {
-        (void)drv::emu::release_window(wants[j].out->base, wants[j].out->size);
+        (void)os::release_window(wants[j].out->base, wants[j].out->size);
       }
       listener.log(Severity::kError, "DRV",
                    (std::string("cannot claim the ") + w.name + " address window: errno " +
@@ -127,11 +127,11 @@ Result claim(ProcessWindows& p, BackendListener& listener, const InjectionGate& 
 void release_inherited_locked(ProcessWindows& p) {
   p.forked = false;
   if (!p.claimed) return;  // never claimed, or already given back by another abandoned backend
-  for (const auto& [base, size] : p.no_uc) (void)drv::emu::release_window(base, size);
+  for (const auto& [base, size] : p.no_uc) (void)os::release_window(base, size);
   p.no_uc.clear();
   const VaRange windows[] = {p.layout.host_pinned, p.layout.managed, p.layout.device};
   for (size_t i = 0; i < 3; ++i) {
-    (void)drv::emu::release_window(windows[i].base, windows[i].size);
+    (void)os::release_window(windows[i].base, windows[i].size);
     p.inherited[i] = windows[i];
   }
   p.layout = WindowLayout{};
@@ -164,12 +164,12 @@ Result EmuWindows::reserve(const ReserveRequest& request, uint64_t* address) {
         return Result::from_errno(EINVAL);
       }
       Result r = gate_.check(steps::kEmuWindowClaimFixed);
-      if (r.ok()) r = Result::from_raw(drv::emu::claim_fixed(at, request.size));
+      if (r.ok()) r = Result::from_raw(os::claim_fixed(at, request.size));
       if (!r.ok()) return r.raw() == -EEXIST ? Result::from_errno(EBUSY) : r;
       try {
         p.no_uc.emplace(at, request.size);
       } catch (const std::bad_alloc&) {
-        (void)drv::emu::release_window(at, request.size);  // the claim goes with its record
+        (void)os::release_window(at, request.size);  // the claim goes with its record
         return Result::from_errno(ENOMEM);
       }
       *address = at;
@@ -200,7 +200,7 @@ Result EmuWindows::release(uint64_t address, uint64_t size) {
     if (it->second != size) return Result::from_errno(EINVAL);
     // A range that cannot be given back stays reserved: forgetting it would leak the placeholder.
     Result r = gate_.check(steps::kEmuWindowRelease);
-    if (r.ok()) r = Result::from_raw(drv::emu::release_window(address, size));
+    if (r.ok()) r = Result::from_raw(os::release_window(address, size));
     if (!r.ok()) return r;
     p.no_uc.erase(it);
     return Result::success();

@@ -1,5 +1,5 @@
 // EmuWindows: AddressWindows of the emulated NPU (address_windows.h; emulation.md §3). The
-// windows are placeholders in the process's address space (drivers/emu/address_space.h: PROT_NONE,
+// windows are placeholders in the process's address space (drivers/emu/os/placeholders.h: PROT_NONE,
 // unbacked), claimed once per process by the first backend that opens and kept for the
 // process's life, as the vendor's HAL keeps them from the first device open: every later backend
 // of the process (a runtime restart opens a new one while the old one may still be alive,
@@ -20,8 +20,8 @@
 // emu.window.release (giving a no-UC reservation back).
 //
 // Ranges: reserve(kDevice) and blocks (blocks.cpp) take first-fit ranges of the general part
-// (device blocks) or of host_pinned (host blocks); managed ranges (LegacyMemory, until step 6)
-// from the managed window; kNoUc claims a placeholder of its own at the fixed address. release()
+// (device blocks) or of host_pinned (host blocks); managed ranges (emu's UnifiedMemory) from
+// the managed window; kNoUc claims a placeholder of its own at the fixed address. release()
 // of a no-UC range gives its placeholder back (kept, and the Result returned, when that fails).
 //
 // Fork: a child inherits the windows and everything mapped in them. release_inherited() (on the

@@ -25,7 +25,7 @@ Result fail(int errno_value) { return Result::from_errno(errno_value); }
 
 }  // namespace
 
-EmuSharing::EmuSharing(BackendListener& listener, drv::emu::ShareTransport& transport,
+EmuSharing::EmuSharing(BackendListener& listener, share::ShareTransport& transport,
                        int32_t device_count, std::vector<int32_t> user_ids)
     : listener_(listener),
       gate_(listener),

@@ -39,7 +39,7 @@
 
 #include "drivers/backend_listener.h"
 #include "drivers/device_backend.h"
-#include "drivers/driver.h"
+#include "drivers/emu/os/physical_memory.h"
 #include "drivers/emu/sharing/gated_transport.h"
 #include "drivers/emu/sharing/wire.h"
 #include "drivers/sharing.h"
@@ -53,7 +53,7 @@ class EmuSharing final : public Sharing {
  public:
   // user_ids: ASCEND_RT_VISIBLE_DEVICES as the core resolved it (user id i is device
   // user_ids[i]; empty: the identity). Tokens carry the exporter's user id (behavior.md §7).
-  EmuSharing(BackendListener& listener, drv::emu::ShareTransport& transport, int32_t device_count,
+  EmuSharing(BackendListener& listener, share::ShareTransport& transport, int32_t device_count,
              std::vector<int32_t> user_ids);
   ~EmuSharing() override;
   EmuSharing(const EmuSharing&) = delete;
@@ -89,7 +89,7 @@ class EmuSharing final : public Sharing {
     uint64_t token = 0;
     PhysicalId memory;
     PhysicalProperties properties;
-    std::shared_ptr<drv::PhysicalMemory> bytes;  // what the listener sends
+    std::shared_ptr<os::PhysicalMemory> bytes;  // what the listener sends
     bool validate_pids = true;
     std::map<int32_t, uint64_t> whitelist;  // pid -> share_clock() stamp of its last set_pids
     int listen_fd = -1;
@@ -97,7 +97,7 @@ class EmuSharing final : public Sharing {
   // A connection the listener accepted and has not answered yet.
   struct PendingPeer {
     int fd = -1;
-    drv::emu::PeerInfo peer;
+    share::PeerInfo peer;
     std::chrono::steady_clock::time_point deadline;
     bool admissible = true;  // some live export could admit this peer
     bool waiting = false;    // its request had not arrived at accept: it holds a place under the caps
@@ -122,7 +122,7 @@ class EmuSharing final : public Sharing {
   // One request/reply with the exporter of `token`; the reply length or -errno (-ESRCH: the
   // process listening on the token's endpoint is not the one the token names).
   int exchange(uint64_t token, uint32_t kind, int device, share::wire::Reply* rep, int* mem_fd);
-  bool served_by_exporter(int fd, const drv::emu::PeerInfo& server, uint32_t share_id);
+  bool served_by_exporter(int fd, const share::PeerInfo& server, uint32_t share_id);
   Result fetch_remote(uint64_t token, DeviceIndex device, ImportedMemory* out);
   // The own export behind `token`, imported onto another device; false when it is not ours.
   bool import_local(uint64_t token, DeviceIndex device, ImportedMemory* out, Result* result);
@@ -130,9 +130,9 @@ class EmuSharing final : public Sharing {
   // ---- the listener (listener.cpp)
   void serve();
   // Reads the request waiting on `conn` and answers it; false when none has arrived yet.
-  bool serve_request(int conn, const drv::emu::PeerInfo& peer);
-  void answer(int conn, const drv::emu::PeerInfo& peer, const share::wire::Request& req);
-  bool could_admit_locked(const drv::emu::PeerInfo& peer) const;
+  bool serve_request(int conn, const share::PeerInfo& peer);
+  void answer(int conn, const share::PeerInfo& peer, const share::wire::Request& req);
+  bool could_admit_locked(const share::PeerInfo& peer) const;
   void hold_locked(PendingPeer p);
   void close_pending_locked(int fd);
   bool accept_from(int listen_fd);

@@ -7,7 +7,7 @@
 #include <cstdint>
 
 #include "drivers/backend_listener.h"
-#include "drivers/driver.h"
+#include "drivers/emu/os/physical_memory.h"
 #include "drivers/emu/sharing/transport.h"
 #include "drivers/injection_steps.h"
 
@@ -15,19 +15,19 @@ namespace aclvmm::dev::emu::share {
 
 class GatedTransport {
  public:
-  GatedTransport(drv::emu::ShareTransport& inner, BackendListener& listener)
+  GatedTransport(share::ShareTransport& inner, BackendListener& listener)
       : inner_(inner), gate_(listener) {}
 
   int listen(uint32_t share_id, int* fd) {
     if (int e = injected(steps::kEmuShareListen)) return e;
     return inner_.listen(share_id, fd);
   }
-  int connect(uint32_t share_id, int timeout_ms, int* fd, drv::emu::PeerInfo* server) {
+  int connect(uint32_t share_id, int timeout_ms, int* fd, share::PeerInfo* server) {
     if (int e = injected(steps::kEmuShareConnect)) return e;
     return inner_.connect(share_id, timeout_ms, fd, server);
   }
   int peer_pid_in_own_namespace(int fd) { return inner_.peer_pid_in_own_namespace(fd); }
-  int accept(int listen_fd, int* conn, drv::emu::PeerInfo* peer) {
+  int accept(int listen_fd, int* conn, share::PeerInfo* peer) {
     if (int e = injected(steps::kEmuShareAccept)) return e;
     return inner_.accept(listen_fd, conn, peer);
   }
@@ -59,7 +59,7 @@ class GatedTransport {
   // The rule's code as the transport reports failures: a negative errno.
   int injected(const char* step) const { return gate_.check(step).raw(); }
 
-  drv::emu::ShareTransport& inner_;
+  share::ShareTransport& inner_;
   InjectionGate gate_;
 };
 

@@ -9,7 +9,7 @@
 
 #include "drivers/emu/device/physical_allocator.h"
 #include "drivers/emu/device/physical_object.h"
-#include "drivers/emu/memfd_memory.h"
+#include "drivers/emu/os/memfd_memory.h"
 #include "drivers/emu/sharing/counters.h"
 #include "drivers/emu/sharing/emu_sharing.h"
 #include "drivers/emu/sharing/token.h"
@@ -31,7 +31,7 @@ Result fail(int errno_value) { return Result::from_errno(errno_value); }
 PageType real_page_type(PageType t) { return t == PageType::kNormal ? PageType::kHuge : t; }
 
 // A new, uncharged object over `bytes` (the bytes are charged where they were created).
-Result adopt_object(const PhysicalProperties& exporter, std::shared_ptr<drv::PhysicalMemory> bytes,
+Result adopt_object(const PhysicalProperties& exporter, std::shared_ptr<os::PhysicalMemory> bytes,
                     DeviceIndex exporter_device, DeviceIndex importer, EmuPhysicalAllocator* holder,
                     ImportedMemory* out) {
   PhysicalProperties props = exporter;
@@ -49,7 +49,7 @@ Result adopt_object(const PhysicalProperties& exporter, std::shared_ptr<drv::Phy
 
 }  // namespace
 
-bool EmuSharing::served_by_exporter(int fd, const drv::emu::PeerInfo& server, uint32_t share_id) {
+bool EmuSharing::served_by_exporter(int fd, const share::PeerInfo& server, uint32_t share_id) {
   if (server.pid <= 0) return false;  // invisible from here: not a process this token can name
   if (share::share_id_names(share_id, server.pid)) return true;
   // An importer in an ancestor pid namespace sees the exporter under another pid; the token has
@@ -61,7 +61,7 @@ int EmuSharing::exchange(uint64_t token, uint32_t kind, int device, Reply* rep, 
   if (mem_fd) *mem_fd = -1;
   const uint32_t share_id = TokenFields::unpack(token).share_id;
   int fd = -1;
-  drv::emu::PeerInfo server;
+  share::PeerInfo server;
   int rc = transport_.connect(share_id, kImportTimeoutMs, &fd, &server);
   if (rc != 0) return rc;
   if (!served_by_exporter(fd, server, share_id)) {
@@ -141,12 +141,12 @@ Result EmuSharing::fetch_remote(uint64_t token, DeviceIndex device, ImportedMemo
   if (rep.code != 0) return fail(EACCES);  // not on the whitelist (or listed before it started)
   const int fd = mem_fd;
   mem_fd = -1;  // adopt owns it from here
-  std::shared_ptr<drv::PhysicalMemory> bytes;
+  std::shared_ptr<os::PhysicalMemory> bytes;
   if (Result r = gate_.check(steps::kEmuMemfdAdopt); !r.ok()) {
     transport_.close(fd);
     return r;
   }
-  rc = drv::emu::MemfdMemory::adopt(fd, rep.size, &bytes);
+  rc = os::MemfdMemory::adopt(fd, rep.size, &bytes);
   if (rc == -EMEDIUMTYPE || rc == -EACCES || rc == -EPERM || rc == -EINVAL) {
     // Not memory as an exporter of emu sends it (not a memfd, not open for reading and writing,
     // not sealed, not the announced size).

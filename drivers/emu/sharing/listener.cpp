@@ -60,7 +60,7 @@ int ms_until(Clock::time_point t, Clock::time_point now) {
 
 }  // namespace
 
-bool EmuSharing::could_admit_locked(const drv::emu::PeerInfo& peer) const {
+bool EmuSharing::could_admit_locked(const share::PeerInfo& peer) const {
   if (peer.pid == getpid()) return true;  // a probe of our own, racing a release
   for (const auto& [id, e] : exports_) {
     if (!e.validate_pids) return true;
@@ -118,7 +118,7 @@ void EmuSharing::hold_locked(PendingPeer p) {
   }
 }
 
-bool EmuSharing::serve_request(int conn, const drv::emu::PeerInfo& peer) {
+bool EmuSharing::serve_request(int conn, const share::PeerInfo& peer) {
   Request req{};
   int stray_fd = -1;
   // Called when the connection is readable, or right after accept: do not wait.
@@ -135,10 +135,10 @@ bool EmuSharing::serve_request(int conn, const drv::emu::PeerInfo& peer) {
   return true;
 }
 
-void EmuSharing::answer(int conn, const drv::emu::PeerInfo& peer, const Request& req) {
+void EmuSharing::answer(int conn, const share::PeerInfo& peer, const Request& req) {
   Reply rep{};
   rep.magic = share::wire::kMagic;
-  std::shared_ptr<drv::PhysicalMemory> bytes;  // keeps the memory alive while it is sent
+  std::shared_ptr<os::PhysicalMemory> bytes;  // keeps the memory alive while it is sent
   char refusal[160] = "";
   {
     std::lock_guard lock(mu_);

@@ -26,7 +26,7 @@
 #define SO_PEERPIDFD 77
 #endif
 
-namespace aclvmm::drv::emu {
+namespace aclvmm::dev::emu::share {
 namespace {
 
 constexpr int kListenBacklog = 64;
@@ -439,4 +439,4 @@ uint32_t UnixShareTransport::random_u32() {
   }
 }
 
-}  // namespace aclvmm::drv::emu
+}  // namespace aclvmm::dev::emu::share

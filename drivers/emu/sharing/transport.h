@@ -17,7 +17,7 @@
 #include <cstdint>
 
 
-namespace aclvmm::drv::emu {
+namespace aclvmm::dev::emu::share {
 
 // Who is on the other end of a connection, as the kernel reports it (never what the peer says).
 struct PeerInfo {
@@ -92,4 +92,4 @@ class UnixShareTransport final : public ShareTransport {
   uint32_t random_u32() override;
 };
 
-}  // namespace aclvmm::drv::emu
+}  // namespace aclvmm::dev::emu::share

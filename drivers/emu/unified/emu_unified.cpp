@@ -6,10 +6,10 @@
 #include <new>
 #include <system_error>
 
-#include "drivers/emu/address_space.h"
+#include "drivers/emu/os/placeholders.h"
 #include "drivers/emu/device/capacity.h"
 #include "drivers/emu/device/windows.h"
-#include "drivers/emu/memfd_memory.h"
+#include "drivers/emu/os/memfd_memory.h"
 #include "drivers/injection_steps.h"
 
 namespace aclvmm::dev::emu {
@@ -121,7 +121,7 @@ Result EmuUnified::allocate(uint64_t bytes, uint64_t* address) {
   std::unique_ptr<ManagedRange> range(new (std::nothrow) ManagedRange());
   if (!range) return failed(Result::from_errno(ENOMEM));
   int rc = gated(steps::kEmuMemfdCreate);
-  if (rc == 0) rc = drv::emu::MemfdMemory::create(bytes, &range->memory);
+  if (rc == 0) rc = os::MemfdMemory::create(bytes, &range->memory);
   if (rc != 0) return failed(Result::from_raw(rc));
   Lock lock(mu_);
   uint64_t base = 0;
@@ -130,10 +130,10 @@ Result EmuUnified::allocate(uint64_t bytes, uint64_t* address) {
     return failed(Result::from_errno(ENOMEM));
   }
   rc = gated(steps::kEmuCpuMap);
-  if (rc == 0) rc = drv::emu::map_cpu(base, bytes, *range->memory, 0, drv::CpuAccess::kReadWrite);
+  if (rc == 0) rc = os::map_cpu(base, bytes, *range->memory, 0, os::CpuAccess::kReadWrite);
   if (rc == 0 && tracking_) {
     rc = tracker_.watch(base, bytes);
-    if (rc != 0 && gated(steps::kEmuCpuUnmap) == 0) (void)drv::emu::unmap_cpu(base, bytes);
+    if (rc != 0 && gated(steps::kEmuCpuUnmap) == 0) (void)os::unmap_cpu(base, bytes);
   }
   try {
     if (rc == 0) {
@@ -144,7 +144,7 @@ Result EmuUnified::allocate(uint64_t bytes, uint64_t* address) {
     }
   } catch (const std::bad_alloc&) {
     if (tracking_) (void)tracker_.unwatch(base, bytes);
-    (void)drv::emu::unmap_cpu(base, bytes);
+    (void)os::unmap_cpu(base, bytes);
     rc = -ENOMEM;
   }
   if (rc != 0) {
@@ -169,7 +169,7 @@ Result EmuUnified::free(uint64_t base, FreeMode mode) {
     // lands.
     if (tracking_) (void)tracker_.unwatch(doomed.base, doomed.size);
     int rc = gated(steps::kEmuCpuUnmap);
-    if (rc == 0) rc = drv::emu::unmap_cpu(doomed.base, doomed.size);
+    if (rc == 0) rc = os::unmap_cpu(doomed.base, doomed.size);
     if (rc != 0 && mode != FreeMode::kTeardown) {
       if (tracking_) (void)tracker_.watch(doomed.base, doomed.size);
       return Result::from_raw(rc);
@@ -200,7 +200,7 @@ Result EmuUnified::pages_of(uint64_t va, uint64_t size, Pages* out) const {
   return Result::success();
 }
 
-Result EmuUnified::reach(uint64_t va, uint64_t left, std::shared_ptr<drv::PhysicalMemory>* memory,
+Result EmuUnified::reach(uint64_t va, uint64_t left, std::shared_ptr<os::PhysicalMemory>* memory,
                          uint64_t* offset, uint64_t* length) const {
   Lock lock(mu_);
   const ManagedRange* r = find(va);
@@ -211,7 +211,7 @@ Result EmuUnified::reach(uint64_t va, uint64_t left, std::shared_ptr<drv::Physic
   return Result::success();
 }
 
-Result EmuUnified::populate(drv::PhysicalMemory& memory, uint64_t offset, uint64_t n) {
+Result EmuUnified::populate(os::PhysicalMemory& memory, uint64_t offset, uint64_t n) {
   int rc = gated(steps::kEmuMemfdPopulate);
   if (rc == 0) rc = memory.populate(offset, n);
   return Result::from_raw(rc);
@@ -219,13 +219,13 @@ Result EmuUnified::populate(drv::PhysicalMemory& memory, uint64_t offset, uint64
 
 void EmuUnified::serve_faults() {
   while (!stop_.load()) {
-    drv::CpuFault fault;
+    CpuFault fault;
     if (tracker_.next_fault(kFaultPollMs, &fault) != 0) continue;
     serve_fault(fault);
   }
 }
 
-void EmuUnified::serve_fault(const drv::CpuFault& fault) {
+void EmuUnified::serve_fault(const CpuFault& fault) {
   const uint64_t page_va = fault.address / kPage * kPage;
   // What the faulting thread gets when the page's state asks for nothing more: its own 4 KiB
   // page, as it was (an entry that was merely absent, or protection that is already gone).

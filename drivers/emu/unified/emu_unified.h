@@ -40,7 +40,7 @@
 #include "drivers/backend_listener.h"
 #include "drivers/copy_engine.h"
 #include "drivers/device_backend.h"
-#include "drivers/driver.h"
+#include "drivers/emu/os/physical_memory.h"
 #include "drivers/emu/unified/fault_tracker.h"
 #include "drivers/emu/unified/residency_lru.h"
 #include "drivers/unified_memory.h"
@@ -68,7 +68,7 @@ struct ManagedPage {
 struct ManagedRange {
   uint64_t base = 0;
   uint64_t size = 0;
-  std::shared_ptr<drv::PhysicalMemory> memory;
+  std::shared_ptr<os::PhysicalMemory> memory;
   std::vector<ManagedPage> pages;
 };
 
@@ -95,11 +95,11 @@ class EmuUnified final : public UnifiedMemory {
   // to evict. reach(): the bytes at va, to the end of its range or `left` (*length), with the
   // copy's own reference on the memfd; kBadAddress outside every range.
   Result prepare(uint64_t va, uint64_t n, bool write, const Executor& who);
-  Result reach(uint64_t va, uint64_t left, std::shared_ptr<drv::PhysicalMemory>* memory,
+  Result reach(uint64_t va, uint64_t left, std::shared_ptr<os::PhysicalMemory>* memory,
                uint64_t* offset, uint64_t* length) const;
   // The step a zero fill of managed memory takes after the hole is punched: fault tracking
   // hands the CPU existing pages only.
-  Result populate(drv::PhysicalMemory& memory, uint64_t offset, uint64_t n);
+  Result populate(os::PhysicalMemory& memory, uint64_t offset, uint64_t n);
 
   // Group "managed" of DeviceBackend::visit_statistics.
   void visit_statistics(StatisticsVisitor& visitor) const;
@@ -139,7 +139,7 @@ class EmuUnified final : public UnifiedMemory {
 
   // emu_unified.cpp: ranges and the fault thread.
   void serve_faults();
-  void serve_fault(const drv::CpuFault& fault);
+  void serve_fault(const CpuFault& fault);
   // Under life_mu_ and mu_. EAGAIN when the fault thread cannot be created (nothing stays
   // started); a machine without fault tracking is not an error (the pages stay on the host).
   Result start_tracking();
@@ -154,7 +154,7 @@ class EmuUnified final : public UnifiedMemory {
   const int32_t device_count_;
   const bool host_numa_;
   const int32_t numa_nodes_;
-  drv::emu::UffdFaultTracker tracker_;  // with the listener's gate
+  UffdFaultTracker tracker_;  // with the listener's gate
   std::atomic<bool> tracking_{false};
   // Starting and stopping fault tracking, held across the fault thread's join (which mu_ cannot
   // be: the thread takes mu_), so a start never overlaps a stop. The fault thread never takes it.

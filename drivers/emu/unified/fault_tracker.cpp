@@ -12,10 +12,10 @@
 #include <cerrno>
 #include <chrono>
 
-#include "drivers/emu/util.h"
+#include "drivers/emu/os/util.h"
 #include "drivers/injection_steps.h"
 
-namespace aclvmm::drv::emu {
+namespace aclvmm::dev::emu {
 namespace {
 
 // EAGAIN without progress means the address space is being changed under the call (only
@@ -156,7 +156,7 @@ int UffdFaultTracker::watch(uint64_t va, uint64_t size) {
   if (int e = injected(dev::steps::kEmuCpuFaultWatch)) return e;
   const int fd = this->fd();
   if (fd < 0) return -EBADF;
-  if (!valid_page_range(va, size)) return -EINVAL;
+  if (!os::valid_page_range(va, size)) return -EINVAL;
   struct uffdio_register reg = {};
   reg.range.start = va;
   reg.range.len = size;
@@ -178,7 +178,7 @@ int UffdFaultTracker::unwatch(uint64_t va, uint64_t size) {
   if (int e = injected(dev::steps::kEmuCpuFaultUnwatch)) return e;
   const int fd = this->fd();
   if (fd < 0) return -EBADF;
-  if (!valid_page_range(va, size)) return -EINVAL;
+  if (!os::valid_page_range(va, size)) return -EINVAL;
   struct uffdio_range range = {va, size};
   const int rc = ::ioctl(fd, UFFDIO_UNREGISTER, &range) == 0 ? 0 : -errno;
   // After the wake the waiters fault again on an unregistered mapping and get the page normally.
@@ -189,7 +189,7 @@ int UffdFaultTracker::unwatch(uint64_t va, uint64_t size) {
 int UffdFaultTracker::revoke(uint64_t va, uint64_t size) {
   if (int e = injected(dev::steps::kEmuCpuFaultRevoke)) return e;
   if (fd() < 0) return -EBADF;
-  if (!valid_page_range(va, size)) return -EINVAL;
+  if (!os::valid_page_range(va, size)) return -EINVAL;
   // On a shared file mapping this drops only the page-table entries; the page cache keeps the
   // bytes, which is what makes the next access a minor fault.
   return ::madvise(reinterpret_cast<void*>(static_cast<uintptr_t>(va)), size, MADV_DONTNEED) == 0
@@ -205,7 +205,7 @@ int UffdFaultTracker::resolve(uint64_t va, uint64_t size) {
 int UffdFaultTracker::resolve_unchecked(uint64_t va, uint64_t size) {
   const int fd = this->fd();
   if (fd < 0) return -EBADF;
-  if (!valid_page_range(va, size)) return -EINVAL;
+  if (!os::valid_page_range(va, size)) return -EINVAL;
   const uint64_t end = va + size;
   uint64_t cur = va;
   if (continue_range(fd, &cur, end, 0) == 0) return 0;
@@ -217,7 +217,7 @@ int UffdFaultTracker::resolve_read_only(uint64_t va, uint64_t size) {
   if (!tracks_writes()) return resolve_unchecked(va, size);
   const int fd = this->fd();
   if (fd < 0) return -EBADF;
-  if (!valid_page_range(va, size)) return -EINVAL;
+  if (!os::valid_page_range(va, size)) return -EINVAL;
   uint64_t cur = va;
   int rc = 0;
   if (continue_range(fd, &cur, va + size, UFFDIO_CONTINUE_MODE_DONTWAKE) != 0) {
@@ -233,7 +233,7 @@ int UffdFaultTracker::resolve_read_only(uint64_t va, uint64_t size) {
 // kernel turns shmem's ENOENT into EFAULT there). Page by page, the rest still gets mapped, and
 // every page that cannot be gets an explicit wake, since the kernel wakes only what it maps.
 int UffdFaultTracker::resolve_pages(int fd, uint64_t va, uint64_t end, uint64_t mode) {
-  const uint64_t page = page_size();
+  const uint64_t page = os::page_size();
   int result = 0;
   uint64_t wake_begin = va;
   uint64_t wake_end = va;
@@ -267,7 +267,7 @@ int UffdFaultTracker::protect_unchecked(uint64_t va, uint64_t size) {
   const int fd = this->fd();
   if (fd < 0) return -EBADF;
   if (!tracks_writes()) return -EOPNOTSUPP;
-  if (!valid_page_range(va, size)) return -EINVAL;
+  if (!os::valid_page_range(va, size)) return -EINVAL;
   return write_protect(fd, va, size, UFFDIO_WRITEPROTECT_MODE_WP);
 }
 
@@ -276,7 +276,7 @@ int UffdFaultTracker::allow_writes(uint64_t va, uint64_t size) {
   const int fd = this->fd();
   if (fd < 0) return -EBADF;
   if (!tracks_writes()) return -EOPNOTSUPP;
-  if (!valid_page_range(va, size)) return -EINVAL;
+  if (!os::valid_page_range(va, size)) return -EINVAL;
   const int rc = write_protect(fd, va, size, 0);  // mode 0 clears and wakes the writers
   // Unregistered or remapped meanwhile: nothing is protected any more, but a writer may still
   // be waiting.
@@ -327,4 +327,4 @@ int UffdFaultTracker::next_fault(int timeout_ms, CpuFault* fault) {
   }
 }
 
-}  // namespace aclvmm::drv::emu
+}  // namespace aclvmm::dev::emu

@@ -34,45 +34,67 @@
 #include <optional>
 
 #include "drivers/backend_listener.h"
-#include "drivers/driver.h"
 
-namespace aclvmm::drv::emu {
+namespace aclvmm::dev::emu {
 
+struct CpuFault {
+  uint64_t address = 0;
+  bool write = false;
+  bool write_protect = false;  // a write to a page protected by protect_writes()
+};
+
+// The CPU's access to a watched range is revoked; its next CPU access blocks and is reported by
+// next_fault(); resolve() lets the CPU in again and wakes the blocked thread. Watched ranges are
+// MAP_SHARED views of an os::PhysicalMemory's descriptor, in 2 MiB-aligned pieces.
+//
 // Every method is thread-safe. Before start() succeeds, the others return -EBADF.
 // Ranges must be page-aligned and non-empty (-EINVAL).
-class UffdFaultTracker final : public FaultTracker {
+class UffdFaultTracker final {
  public:
   UffdFaultTracker() = default;
   explicit UffdFaultTracker(dev::BackendListener& listener) : gate_(std::in_place, listener) {}
   // Closing the descriptor unregisters every watched range and wakes every blocked thread.
-  ~UffdFaultTracker() override;
+  ~UffdFaultTracker();
   UffdFaultTracker(const UffdFaultTracker&) = delete;
   UffdFaultTracker& operator=(const UffdFaultTracker&) = delete;
 
-  // -EOPNOTSUPP when the kernel cannot report minor faults on shmem.
-  int start() override;
-  bool started() const override { return fd_.load(std::memory_order_acquire) >= 0; }
-  void stop() override;
-  void abandon() override;
+  // 0 when faults can be tracked on this machine; idempotent. -EOPNOTSUPP when the kernel cannot
+  // report minor faults on shmem, -EPERM where userfaultfd is not allowed.
+  int start();
+  bool started() const { return fd_.load(std::memory_order_acquire) >= 0; }
+  // Closes the tracker (nothing may be watched any more); start() may open it again.
+  void stop();
+  // In a forked child, on the tracker inherited from the parent: lets go of it without acting
+  // on it. Whatever it tracks belongs to the parent (unregistering or waking would act on the
+  // parent's ranges, and reading its faults would steal them), and a lock of the parent's may be
+  // held. The object is not used again.
+  void abandon();
   bool user_mode_only() const { return user_mode_only_.load(std::memory_order_acquire); }
 
-  int watch(uint64_t va, uint64_t size) override;
+  int watch(uint64_t va, uint64_t size);
   // Also wakes threads blocked in the range: the kernel does that itself for missing-mode ranges
   // only, and a minor-mode waiter would otherwise sleep until the descriptor is closed.
-  int unwatch(uint64_t va, uint64_t size) override;
-  int revoke(uint64_t va, uint64_t size) override;
-  // Every thread blocked in the range is woken, whatever the result; also after the range was
-  // unwatched or remapped in the meantime.
-  int resolve(uint64_t va, uint64_t size) override;
-  // timeout_ms < 0 waits without limit. Several threads faulting on one page give several faults.
-  int next_fault(int timeout_ms, CpuFault* fault) override;
+  int unwatch(uint64_t va, uint64_t size);
+  // The CPU's next access to [va, va+size) faults (the bytes stay in the physical memory).
+  int revoke(uint64_t va, uint64_t size);
+  // The CPU may access [va, va+size) again. Every thread blocked in the range is woken, whatever
+  // the result; also after the range was unwatched or remapped in the meantime.
+  int resolve(uint64_t va, uint64_t size);
+  // Waits up to timeout_ms for a fault: 0 with *fault set, -ETIMEDOUT, or -errno. timeout_ms < 0
+  // waits without limit. Several threads faulting on one page give several faults.
+  int next_fault(int timeout_ms, CpuFault* fault);
 
-  // uffd write-protection on shmem (Linux 5.19+), asked for at start() and used when granted.
-  bool tracks_writes() const override { return tracks_writes_.load(std::memory_order_acquire); }
-  int protect_writes(uint64_t va, uint64_t size) override;
-  int allow_writes(uint64_t va, uint64_t size) override;
-  // Maps without waking, protects, then wakes: no waiter can slip a write in between.
-  int resolve_read_only(uint64_t va, uint64_t size) override;
+  // Write tracking: uffd write-protection on shmem (Linux 5.19+), asked for at start() and used
+  // when granted. A CPU write to a protected page blocks and is reported with write_protect set,
+  // while reads go on unhindered.
+  bool tracks_writes() const { return tracks_writes_.load(std::memory_order_acquire); }
+  // -EOPNOTSUPP without write tracking.
+  int protect_writes(uint64_t va, uint64_t size);
+  // Lets writes in again and wakes the writers blocked in the range.
+  int allow_writes(uint64_t va, uint64_t size);
+  // As resolve(), but the pages come back write-protected (resolve() without write tracking):
+  // maps without waking, protects, then wakes, so that no waiter can slip a write in between.
+  int resolve_read_only(uint64_t va, uint64_t size);
 
  private:
   int fd() const { return fd_.load(std::memory_order_acquire); }
@@ -89,4 +111,4 @@ class UffdFaultTracker final : public FaultTracker {
   std::atomic<bool> tracks_writes_{false};
 };
 
-}  // namespace aclvmm::drv::emu
+}  // namespace aclvmm::dev::emu

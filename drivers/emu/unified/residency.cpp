@@ -5,7 +5,7 @@
 #include <cstdio>
 
 #include "drivers/emu/device/capacity.h"
-#include "drivers/emu/numa_binding.h"
+#include "drivers/emu/os/numa_binding.h"
 #include "drivers/emu/unified/emu_unified.h"
 #include "drivers/injection_steps.h"
 
@@ -66,7 +66,7 @@ void EmuUnified::drop_read_copies(ManagedRange& r, size_t page) {
 void EmuUnified::place_on_node(ManagedRange& r, size_t page, int node) {
   if (!host_numa_) return;  // ACLVMM_HOST_NUMA=off: a host without NUMA
   int rc = gated(steps::kEmuNumaBind);
-  if (rc == 0) rc = drv::emu::bind_numa(r.base + page * kPage, kPage, node);
+  if (rc == 0) rc = os::bind_numa(r.base + page * kPage, kPage, node);
   if (rc == -EOPNOTSUPP) return;  // no NUMA: there is only one place
   if (rc != 0) {
     char line[128];

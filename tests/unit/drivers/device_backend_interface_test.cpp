@@ -320,7 +320,7 @@ TEST(DeviceInterfaceTest, AnUnarmedGateAsksNobody) {
   EXPECT_EQ(listener.asked, 2);
 }
 
-// Every step name today's FaultInjectingBackend accepts (src/core/fault_backend.cpp).
+// Every step name the old seam's decorator accepted (before issue 14): each still names a step.
 const char* const kTodaysStepNames[] = {
     "drv.adopt_physical",  "drv.allocate_table",  "drv.bind_numa",
     "drv.claim_fixed",     "drv.claim_window",    "drv.create_physical",

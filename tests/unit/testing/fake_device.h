@@ -4,11 +4,10 @@
 // DeviceUsage/CoreListener when the test is about them), the bare FakeBackend for its hooks, and
 // a DeviceDirectory over it for the modules that are handed one (vmm/device_directory.h).
 //
-// The core's modules make physical memory with DeviceMemory::create, which still needs the
-// backend's LegacyMemory bridge (issue 14 steps 2–5) that the fake does not have: a test either
-// opens the fake behind the test-side bridge (legacy_bridge, fake_legacy_bridge.h), or makes its
-// objects through the fake's PhysicalAllocator and gives them to an allocation with
-// DeviceMemory::take, as an import does (make_allocation).
+// The core's modules make physical memory with DeviceMemory::create; a test that needs an
+// allocation without the module that makes it gets one from make_allocation (the object made
+// through the fake's PhysicalAllocator and given to the allocation with DeviceMemory::take, as an
+// import does).
 //
 // Every test ends with the fake's violations() at 0 (expect_no_violations): a precondition the
 // core failed to check fails the test instead of passing silently.
@@ -22,7 +21,6 @@
 
 #include "drivers/fake/fake_backend.h"
 #include "drivers/fake/fake_world.h"
-#include "unit/testing/fake_legacy_bridge.h"
 #include "unit/testing/recording_listener.h"
 #include "vmm/device_directory.h"
 #include "vmm/physical.h"
@@ -32,19 +30,13 @@ namespace aclvmm::testing {
 class FakeDevice final : public DeviceDirectory {
  public:
   // `listener` (if given) outlives this; otherwise the backend reports to recorder().
-  // `legacy_bridge`: the fake behind BridgedFake (fake_legacy_bridge.h), for DeviceMemory::create.
-  explicit FakeDevice(dev::fake::FakeConfig config = {}, dev::BackendListener* listener = nullptr,
-                      bool legacy_bridge = false)
+  explicit FakeDevice(dev::fake::FakeConfig config = {}, dev::BackendListener* listener = nullptr)
       : config_(std::move(config)) {
     std::unique_ptr<dev::DeviceBackend> opened;
     const dev::Result r = dev::fake::open_fake_backend(
         config_, listener != nullptr ? listener : &recorder_, &opened, &fake_);
     EXPECT_TRUE(r.ok()) << r.raw();
-    if (legacy_bridge && r.ok()) {
-      backend_ = std::make_shared<BridgedFake>(std::move(opened), fake_);
-    } else {
-      backend_ = std::shared_ptr<dev::DeviceBackend>(std::move(opened));
-    }
+    backend_ = std::shared_ptr<dev::DeviceBackend>(std::move(opened));
   }
   // The backend goes with this unless an allocation still holds it (its listener must not):
   // tests release their allocations first.

@@ -54,7 +54,6 @@ class ForwardingBackend : public dev::DeviceBackend {
   void after_fork_parent() override { be_->after_fork_parent(); }
   void after_fork_child() override { be_->after_fork_child(); }
   void release_inherited() override { be_->release_inherited(); }
-  dev::LegacyMemory* legacy_memory() override { return be_->legacy_memory(); }
 
  protected:
   dev::DeviceBackend& inner() const { return *be_; }

@@ -43,12 +43,13 @@ TEST_F(AddressSpaceBlocksTest, BlocksAreTheDevicesAndGoBackToIt) {
   EXPECT_EQ(info.owner, dev::Location::device(3));
   EXPECT_EQ(info.range.size, 4 * kMiB);
   EXPECT_EQ(info.page_size, 2 * kMiB);
-  // The core's copies reach the block's own bytes.
-  ASSERT_NE(d->memory, nullptr);
+  // The block's own bytes are the device's object's.
+  dev::emu::os::PhysicalMemory& bytes = testing::bytes_at(*device_, *dva);
+  ASSERT_EQ(bytes.size(), 4 * kMiB);
   const char byte = 0x4e;
-  ASSERT_EQ(d->memory->write(4 * kMiB - 1, &byte, 1), 0);
+  ASSERT_EQ(bytes.write(4 * kMiB - 1, &byte, 1), 0);
   char back = 0;
-  ASSERT_EQ(d->memory->read(4 * kMiB - 1, &back, 1), 0);
+  ASSERT_EQ(bytes.read(4 * kMiB - 1, &back, 1), 0);
   EXPECT_EQ(back, byte);
 
   auto h = record(Side::kHost, 0, 64 * 1024);
@@ -56,7 +57,7 @@ TEST_F(AddressSpaceBlocksTest, BlocksAreTheDevicesAndGoBackToIt) {
   ASSERT_TRUE(hva.ok()) << hva.status().message();
   EXPECT_EQ(kind_at(*hva), dev::AddressInfo::Kind::kHostBlock);
   std::memset(reinterpret_cast<void*>(*hva), 0x21, 64 * 1024);  // CPU memory
-  ASSERT_EQ(h->memory->read(64 * 1024 - 1, &back, 1), 0);
+  ASSERT_EQ(testing::bytes_at(*device_, *hva).read(64 * 1024 - 1, &back, 1), 0);
   EXPECT_EQ(back, 0x21);
 
   ASSERT_TRUE(as_->remove_allocation(*dva, RegionKind::kDeviceMalloc).ok());

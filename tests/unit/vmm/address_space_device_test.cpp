@@ -21,10 +21,7 @@ class AddressSpaceDeviceTest : public testing::AddressSpaceOverDevice {
     p->side = side;
     p->device = device;
     p->size = 2 * kMiB;
-    drv::PhysicalRequest req;
-    req.size = p->size;
-    EXPECT_EQ(backend_->create_physical(req, &p->memory), 0);
-    testing::adopt_into(device_, *p);
+    testing::create_in(device_, *p);
     return p;
   }
   dev::DeviceMmu& mmu() { return device_->mmu(); }

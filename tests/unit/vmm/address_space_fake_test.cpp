@@ -1,5 +1,5 @@
-// AddressSpace over the fake backend (docs/device-interface.md §8, label `fake`): with no emulator
-// and no old seam attached, every range it keeps comes from the fake's AddressWindows, every VMM
+// AddressSpace over the fake backend (docs/device-interface.md §8, label `fake`): with no
+// emulator, every range it keeps comes from the fake's AddressWindows, every VMM
 // mapping and access change is programmed into the fake's DeviceMmu, every aclrtMalloc block is
 // the fake's BlockAllocator's, and a refusal of any of those leaves the core's records (and the
 // fake's state) as they were. The fake's live counts and its own queries are the witnesses; no
@@ -25,7 +25,7 @@ using dev::Location;
 
 class AddressSpaceFakeTest : public ::testing::Test {
  protected:
-  AddressSpaceFakeTest() : device_({}, nullptr, /*legacy_bridge=*/true) {
+  AddressSpaceFakeTest() : device_() {
     space_ = std::make_unique<AddressSpace>();
     space_->attach_device(device_.device());
   }

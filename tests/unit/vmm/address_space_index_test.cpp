@@ -20,11 +20,9 @@
 #include <utility>
 #include <vector>
 
-#include "drivers/driver.h"
 #include "drivers/injection_steps.h"
 #include "unit/testing/forwarding_backend.h"
 #include "unit/testing/test_device.h"
-#include "unit/testing/window_releasing_backend.h"
 #include "vmm/address_space.h"
 #include "vmm/physical.h"
 
@@ -69,11 +67,10 @@ class TableSwitchDevice final : public testing::ForwardingBackend {
 };
 
 // One address space with its device backend (`probe` is the host services it asks for the
-// table) and the old seam, which still makes the test's physical memory.
+// table).
 struct Space {
   TableSwitchHost* probe = nullptr;
-  std::unique_ptr<drv::Backend> backend;
-  std::shared_ptr<dev::DeviceBackend> device;  // after backend: goes before the windows do
+  std::shared_ptr<dev::DeviceBackend> device;
   std::unique_ptr<AddressSpace> as;
   uint64_t svm = 0, host = 0;
 
@@ -98,12 +95,10 @@ struct Space {
 
 Space make_space(bool give_table) {
   Space s;
-  s.backend = std::make_unique<WindowReleasingBackend>();
   auto device = std::make_shared<TableSwitchDevice>(testing::open_test_device(), give_table);
   s.probe = &device->probe();
   s.device = device;
   s.as = std::make_unique<AddressSpace>();
-  s.as->attach_driver(s.backend.get());
   s.as->attach_device(s.device);
   const dev::WindowLayout& layout = s.device->windows().layout();
   EXPECT_EQ(layout.device.size, kSvmSize);
@@ -122,10 +117,7 @@ std::shared_ptr<PhysicalAllocation> phys(Space& s, Side side, int device, uint64
   p->device = device;
   p->page_type = page;
   p->size = size;
-  drv::PhysicalRequest req;
-  req.size = size;
-  EXPECT_EQ(s.backend->create_physical(req, &p->memory), 0) << size;
-  if (p->memory) testing::adopt_into(s.device, *p);
+  testing::create_in(s.device, *p);
   return p;
 }
 
@@ -164,7 +156,7 @@ void probe_object(std::vector<uint64_t>* out, uint64_t va, uint64_t size) {
 
 // What both spaces get; fills `probes` with the addresses worth asking about.
 struct Scenario {
-  uint64_t r_small = 0, r_multi = 0, r_host = 0, r_giant = 0, r_dev64 = 0;
+  uint64_t r_small = 0, r_multi = 0, r_host = 0, r_giant = 0;
   uint64_t m_4k = 0, m_odd = 0, m_2m = 0, m_big = 0, m_1g = 0, pinned = 0;
   std::vector<uint64_t> probes;
 };
@@ -183,7 +175,7 @@ Scenario build(Space& s) {
   AddressSpace& as = *s.as;
   // Reservations and VMM mappings: one 2 MiB device mapping; a 16 MiB reservation with a 6 MiB
   // (three-chunk) and a 4 MiB mapping of device 1 and unmapped gaps; a host handle; a 1 GiB-page
-  // handle; device 64 (not encodable in the index).
+  // handle. (A device the index word cannot encode is chunk_index_test.cpp's: no backend has one.)
   c.r_small = must(as.reserve(2 * kMiB, 0, false, "test"), "reserve 2M");
   must_ok(as.map(c.r_small, 2 * kMiB, 1, phys(s, Side::kDevice, 0, 2 * kMiB), false), "map 2M");
   c.r_multi = must(as.reserve(16 * kMiB, 0, false, "test"), "reserve 16M");
@@ -195,8 +187,6 @@ Scenario build(Space& s) {
   c.r_giant = must(as.reserve(kGiB + 2 * kMiB, 0, false, "test"), "reserve 1G+2M");
   must_ok(as.map(c.r_giant, kGiB, 5, phys(s, Side::kDevice, 2, kGiB, kHuge1GPage), false),
           "map 1G");
-  c.r_dev64 = must(as.reserve(2 * kMiB, 0, false, "test"), "reserve dev64");
-  must_ok(as.map(c.r_dev64, 2 * kMiB, 6, phys(s, Side::kDevice, 64, 2 * kMiB), false), "map dev64");
   // aclrtMalloc blocks of every shape: below a chunk, a partial last chunk, exactly one chunk,
   // a block that owns 1 GiB heaps (its range is the heap), one with 1 GiB pages.
   c.m_4k = must(testing::add_device_block(as, 4096, 4000, 4096, 0, phys(s, Side::kDevice, 0, 4096)), "4K");
@@ -218,7 +208,6 @@ Scenario build(Space& s) {
   probe_object(&c.probes, c.r_host, 4 * kMiB);
   probe_object(&c.probes, c.r_giant, kGiB);
   probe_object(&c.probes, c.r_giant, 2 * kGiB);  // past the usable size, inside the span
-  probe_object(&c.probes, c.r_dev64, 2 * kMiB);
   probe_object(&c.probes, c.m_4k, 4096);
   probe_object(&c.probes, c.m_odd, odd);
   probe_object(&c.probes, c.m_2m, 2 * kMiB);
@@ -286,7 +275,7 @@ class AddressSpaceIndex : public ::testing::Test {
     for (Space* s : {&indexed_, &trees_}) {
       if (s->as) s->as->clear();
       s->as.reset();
-      s->backend.reset();
+      s->device.reset();
     }
   }
   Space indexed_, trees_;
@@ -305,7 +294,6 @@ TEST_F(AddressSpaceIndex, QueriesAgreeWithAndWithoutTheIndex) {
   EXPECT_EQ(indexed_.index_word(a.m_4k), 0u);                 // less than one chunk
   EXPECT_NE(indexed_.index_word(a.m_big + kGiB), 0u);
   EXPECT_EQ(indexed_.index_word(a.m_big + kGiB + 2 * kMiB), 0u);
-  EXPECT_EQ(indexed_.index_word(a.r_dev64), 0u);              // device 64: trees only
   const std::vector<std::string> a_mapped = answers(indexed_, a);
 
   change(indexed_, a);
@@ -354,7 +342,7 @@ TEST_F(AddressSpaceIndex, FailedTableAllocationAnswersTheSame) {
   expect_same_answers(indexed, answers(failed, f), "failed table");
   failed.as->clear();
   failed.as.reset();
-  failed.backend.reset();
+  failed.device.reset();
 }
 
 }  // namespace

@@ -18,9 +18,8 @@
 #include <vector>
 
 #include "base/status.h"
-#include "drivers/driver.h"
+#include "drivers/device_mmu.h"
 #include "unit/testing/test_device.h"
-#include "unit/testing/window_releasing_backend.h"
 #include "vmm/address_space.h"
 #include "vmm/physical.h"
 
@@ -59,16 +58,12 @@ class AddressSpaceTest : public ::testing::Test {
  protected:
   void SetUp() override {
     GTEST_FLAG_SET(death_test_style, "threadsafe");
-    backend_ = std::make_unique<WindowReleasingBackend>();
-    ASSERT_TRUE(backend_->ok()) << "no emu backend";
     as_ = std::make_unique<AddressSpace>();
-    as_->attach_driver(backend_.get());
     attach_device(false);
   }
   void TearDown() override {
-    as_.reset();        // regions and physical memory go first
-    device_.reset();    // then the device MMU's mappings
-    backend_.reset();   // then the windows (and every CPU mapping inside them)
+    as_.reset();      // regions and physical memory go first
+    device_.reset();  // then the device: its MMU's mappings, its windows and their CPU views
   }
   // The device MMU's options (ACLVMM_HOST_ACCESS=open is emu's, D13).
   void attach_device(bool host_access_open) {
@@ -81,12 +76,7 @@ class AddressSpaceTest : public ::testing::Test {
     p->side = side;
     p->device = side == Side::kDevice ? device : 0;
     p->size = size;
-    drv::PhysicalRequest req;
-    req.size = size;
-    int rc = backend_->create_physical(req, &p->memory);
-    EXPECT_EQ(rc, 0) << "create_physical(" << size << ")";
-    EXPECT_NE(p->memory, nullptr);
-    if (p->memory) testing::adopt_into(device_, *p);
+    testing::create_in(device_, *p);
     return p;
   }
 
@@ -107,7 +97,27 @@ class AddressSpaceTest : public ::testing::Test {
     return p;
   }
 
-  std::unique_ptr<WindowReleasingBackend> backend_;
+  // One piece per mapping the device MMU passes on [va, va+n) (what the copy engine walks): the
+  // object mapped there, the offset into it, and how many of the n bytes it holds. Empty for
+  // an address the MMU does not know (process memory).
+  struct Piece {
+    dev::PhysicalId memory;
+    uint64_t offset = 0;
+    uint64_t length = 0;
+  };
+  std::vector<Piece> walk(uint64_t va, uint64_t n) {
+    std::vector<Piece> pieces;
+    while (n > 0) {
+      dev::AddressInfo info;
+      if (!device_->mmu().query(va, &info).ok() || info.kind != dev::AddressInfo::Kind::kMapping) break;
+      const uint64_t length = std::min(n, info.range.base + info.range.size - va);
+      pieces.push_back(Piece{info.memory, info.offset, length});
+      va += length;
+      n -= length;
+    }
+    return pieces;
+  }
+
   std::shared_ptr<dev::DeviceBackend> device_;
   std::unique_ptr<AddressSpace> as_;
 };
@@ -607,7 +617,7 @@ TEST_F(AddressSpaceTest, PointerInfoMallocAndHostPinned) {
   // Host pinned memory is CPU memory: bytes written by the CPU are in the physical allocation.
   std::memset(ptr(*h), 0x5c, 64 * 1024);
   uint8_t back[16] = {};
-  ASSERT_EQ(hp->memory->read(64 * 1024 - 16, back, 16), 0);
+  ASSERT_EQ(testing::bytes_at(*device_, *h).read(64 * 1024 - 16, back, 16), 0);
   for (uint8_t b : back) EXPECT_EQ(b, 0x5c);
   EXPECT_EQ(as_->region_count(RegionKind::kDeviceMalloc), 1u);
   EXPECT_EQ(as_->region_count(RegionKind::kHostPinned), 1u);
@@ -627,29 +637,28 @@ TEST_F(AddressSpaceTest, AddressRangeOfAMapping) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// translate (the device MMU)
+// check_device_access (the core's records) and the device MMU's translation
 
 TEST_F(AddressSpaceTest, TranslateAcrossSeveralMappings) {
   uint64_t base = reserve(16 * kMiB);
   auto a = map_new(base, 4 * kMiB, 0);
   auto b = map_new(base + 4 * kMiB, 2 * kMiB, 0);
   auto c = map_new(base + 6 * kMiB, 4 * kMiB, 0);
-  Translation t;
-  Status st = as_->translate(base + 1 * kMiB, 8 * kMiB, true, Accessor{0, 0}, &t);
+  Status st = as_->check_device_access(base + 1 * kMiB, 8 * kMiB, true, Accessor{0, 0});
   ASSERT_TRUE(st.ok()) << st.code() << " " << st.message();
-  EXPECT_FALSE(t.cpu);
-  ASSERT_EQ(t.segments.size(), 3u);
-  EXPECT_EQ(t.segments[0].memory, a->memory);
-  EXPECT_EQ(t.segments[0].offset, 1 * kMiB);
-  EXPECT_EQ(t.segments[0].length, 3 * kMiB);
-  EXPECT_EQ(t.segments[1].memory, b->memory);
-  EXPECT_EQ(t.segments[1].offset, 0u);
-  EXPECT_EQ(t.segments[1].length, 2 * kMiB);
-  EXPECT_EQ(t.segments[2].memory, c->memory);
-  EXPECT_EQ(t.segments[2].offset, 0u);
-  EXPECT_EQ(t.segments[2].length, 3 * kMiB);
+  const std::vector<Piece> t = walk(base + 1 * kMiB, 8 * kMiB);
+  ASSERT_EQ(t.size(), 3u);
+  EXPECT_EQ(t[0].memory, a->device_memory.id());
+  EXPECT_EQ(t[0].offset, 1 * kMiB);
+  EXPECT_EQ(t[0].length, 3 * kMiB);
+  EXPECT_EQ(t[1].memory, b->device_memory.id());
+  EXPECT_EQ(t[1].offset, 0u);
+  EXPECT_EQ(t[1].length, 2 * kMiB);
+  EXPECT_EQ(t[2].memory, c->device_memory.id());
+  EXPECT_EQ(t[2].offset, 0u);
+  EXPECT_EQ(t[2].length, 3 * kMiB);
   uint64_t total = 0;
-  for (const Segment& s : t.segments) total += s.length;
+  for (const Piece& piece : t) total += piece.length;
   EXPECT_EQ(total, 8 * kMiB);
 }
 
@@ -669,15 +678,14 @@ TEST_P(AddressSpaceTranslate, Segments) {
   uint64_t base = reserve(16 * kMiB);
   map_new(base, 4 * kMiB, 1);
   map_new(base + 4 * kMiB, 2 * kMiB, 1);
-  Translation t;
-  Status st = as_->translate(base + c.offset, c.n, false, Accessor{1, 0}, &t);
+  Status st = as_->check_device_access(base + c.offset, c.n, false, Accessor{1, 0});
   ASSERT_TRUE(st.ok()) << c.name << ": " << st.message();
-  EXPECT_FALSE(t.cpu) << c.name;
-  ASSERT_EQ(t.segments.size(), c.segments) << c.name;
-  EXPECT_EQ(t.segments[0].offset, c.first_offset) << c.name;
-  EXPECT_EQ(t.segments[0].length, c.first_length) << c.name;
+  const std::vector<Piece> t = walk(base + c.offset, c.n);
+  ASSERT_EQ(t.size(), c.segments) << c.name;
+  EXPECT_EQ(t[0].offset, c.first_offset) << c.name;
+  EXPECT_EQ(t[0].length, c.first_length) << c.name;
   uint64_t total = 0;
-  for (const Segment& s : t.segments) total += s.length;
+  for (const Piece& piece : t) total += piece.length;
   EXPECT_EQ(total, c.n) << c.name;
 }
 
@@ -696,53 +704,47 @@ TEST_F(AddressSpaceTest, TranslateGapFails) {
   uint64_t base = reserve(16 * kMiB);
   map_new(base, 2 * kMiB, 0);
   map_new(base + 4 * kMiB, 2 * kMiB, 0);
-  Translation t;
-  EXPECT_EQ(as_->translate(base, 6 * kMiB, false, Accessor{0, 0}, &t).code(), kDrvError);
-  EXPECT_EQ(as_->translate(base + 2 * kMiB - 1, 2, false, Accessor{0, 0}, &t).code(), kDrvError);
-  EXPECT_EQ(as_->translate(base + 3 * kMiB, 4, false, Accessor{0, 0}, &t).code(), kDrvError);
-  EXPECT_EQ(as_->translate(base + 5 * kMiB, 2 * kMiB, false, Accessor{0, 0}, &t).code(), kDrvError);
+  EXPECT_EQ(as_->check_device_access(base, 6 * kMiB, false, Accessor{0, 0}).code(), kDrvError);
+  EXPECT_EQ(as_->check_device_access(base + 2 * kMiB - 1, 2, false, Accessor{0, 0}).code(), kDrvError);
+  EXPECT_EQ(as_->check_device_access(base + 3 * kMiB, 4, false, Accessor{0, 0}).code(), kDrvError);
+  EXPECT_EQ(as_->check_device_access(base + 5 * kMiB, 2 * kMiB, false, Accessor{0, 0}).code(), kDrvError);
   // Past the end of the reservation.
-  EXPECT_EQ(as_->translate(base, 17 * kMiB, false, Accessor{0, 0}, &t).code(), kDrvError);
+  EXPECT_EQ(as_->check_device_access(base, 17 * kMiB, false, Accessor{0, 0}).code(), kDrvError);
   // The mapped pieces on their own are fine.
-  EXPECT_TRUE(as_->translate(base, 2 * kMiB, false, Accessor{0, 0}, &t).ok());
-  EXPECT_TRUE(as_->translate(base + 4 * kMiB, 2 * kMiB, false, Accessor{0, 0}, &t).ok());
+  EXPECT_TRUE(as_->check_device_access(base, 2 * kMiB, false, Accessor{0, 0}).ok());
+  EXPECT_TRUE(as_->check_device_access(base + 4 * kMiB, 2 * kMiB, false, Accessor{0, 0}).ok());
 }
 
 TEST_F(AddressSpaceTest, TranslateNeedsAnExecutingDevice) {
   uint64_t base = reserve(2 * kMiB);
   map_new(base, 2 * kMiB, 0);
-  Translation t;
-  EXPECT_EQ(as_->translate(base, 16, false, Accessor{-1, 0}, &t).code(), kContextNull);
-  EXPECT_EQ(as_->translate(base, 16, true, Accessor{-1, 0}, &t).code(), kContextNull);
+  EXPECT_EQ(as_->check_device_access(base, 16, false, Accessor{-1, 0}).code(), kContextNull);
+  EXPECT_EQ(as_->check_device_access(base, 16, true, Accessor{-1, 0}).code(), kContextNull);
 }
 
 TEST_F(AddressSpaceTest, TranslateChecksTheExecutingDevicesRights) {
   uint64_t base = reserve(2 * kMiB);
   map_new(base, 2 * kMiB, 0);
-  Translation t;
-  EXPECT_EQ(as_->translate(base, 16, false, Accessor{1, 0}, &t).code(), kDrvError);
-  EXPECT_EQ(as_->translate(base, 16, true, Accessor{1, 0}, &t).code(), kDrvError);
+  EXPECT_EQ(as_->check_device_access(base, 16, false, Accessor{1, 0}).code(), kDrvError);
+  EXPECT_EQ(as_->check_device_access(base, 16, true, Accessor{1, 0}).code(), kDrvError);
   ASSERT_TRUE(as_->set_access(base, 2 * kMiB, {{false, 1, 1}}, false).ok());
-  EXPECT_TRUE(as_->translate(base, 16, false, Accessor{1, 0}, &t).ok());
-  EXPECT_EQ(as_->translate(base, 16, true, Accessor{1, 0}, &t).code(), kDrvError);
+  EXPECT_TRUE(as_->check_device_access(base, 16, false, Accessor{1, 0}).ok());
+  EXPECT_EQ(as_->check_device_access(base, 16, true, Accessor{1, 0}).code(), kDrvError);
   ASSERT_TRUE(as_->set_access(base, 2 * kMiB, {{false, 1, 3}}, false).ok());
-  EXPECT_TRUE(as_->translate(base, 16, true, Accessor{1, 0}, &t).ok());
+  EXPECT_TRUE(as_->check_device_access(base, 16, true, Accessor{1, 0}).ok());
   ASSERT_TRUE(as_->set_access(base, 2 * kMiB, {{false, 1, 0}}, false).ok());
-  EXPECT_EQ(as_->translate(base, 16, false, Accessor{1, 0}, &t).code(), kDrvError);
+  EXPECT_EQ(as_->check_device_access(base, 16, false, Accessor{1, 0}).code(), kDrvError);
   // The owner keeps its rights throughout.
-  EXPECT_TRUE(as_->translate(base, 16, true, Accessor{0, 0}, &t).ok());
+  EXPECT_TRUE(as_->check_device_access(base, 16, true, Accessor{0, 0}).ok());
 }
 
 TEST_F(AddressSpaceTest, TranslatePlainAndUnallocatedMemory) {
   std::vector<uint8_t> heap(64);
-  Translation t;
-  t.segments.push_back(Segment{});
-  ASSERT_TRUE(as_->translate(addr(heap.data()), 64, true, Accessor{0, 0}, &t).ok());
-  EXPECT_TRUE(t.cpu);
-  EXPECT_TRUE(t.segments.empty());
+  ASSERT_TRUE(as_->check_device_access(addr(heap.data()), 64, true, Accessor{0, 0}).ok());
+  EXPECT_TRUE(walk(addr(heap.data()), 64).empty());  // the CPU's: no piece of the device's
   uint64_t base = reserve(2 * kMiB);
   ASSERT_TRUE(as_->release(base).ok());
-  EXPECT_EQ(as_->translate(base, 16, false, Accessor{0, 0}, &t).code(), kDrvError);
+  EXPECT_EQ(as_->check_device_access(base, 16, false, Accessor{0, 0}).code(), kDrvError);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -751,7 +753,7 @@ TEST_F(AddressSpaceTest, TranslatePlainAndUnallocatedMemory) {
 TEST_F(AddressSpaceTest, CpuDereferenceOfDeviceMemoryFaults) {
   uint64_t base = reserve(2 * kMiB);
   auto p = map_new(base, 2 * kMiB, 0);
-  ASSERT_EQ(p->memory->fill(0, 0x11, 2 * kMiB), 0);
+  ASSERT_EQ(testing::bytes_of(*p).fill(0, 0x11, 2 * kMiB), 0);
   volatile uint8_t* cpu = ptr(base);
   EXPECT_EXIT(
       {
@@ -774,8 +776,8 @@ TEST_F(AddressSpaceTest, HostReadWriteAccessShowsThePhysicalBytes) {
   auto p = map_new(base, 4 * kMiB, 0);
   std::vector<uint8_t> pattern(8192);
   for (size_t i = 0; i < pattern.size(); ++i) pattern[i] = static_cast<uint8_t>(i * 7 + 3);
-  ASSERT_EQ(p->memory->write(0, pattern.data(), pattern.size()), 0);
-  ASSERT_EQ(p->memory->write(3 * kMiB, pattern.data(), pattern.size()), 0);
+  ASSERT_EQ(testing::bytes_of(*p).write(0, pattern.data(), pattern.size()), 0);
+  ASSERT_EQ(testing::bytes_of(*p).write(3 * kMiB, pattern.data(), pattern.size()), 0);
   ASSERT_TRUE(as_->set_access(base, 4 * kMiB, {{true, 0, 3}}, false).ok());
   EXPECT_EQ(std::memcmp(ptr(base), pattern.data(), pattern.size()), 0);
   EXPECT_EQ(std::memcmp(ptr(base + 3 * kMiB), pattern.data(), pattern.size()), 0);
@@ -783,11 +785,11 @@ TEST_F(AddressSpaceTest, HostReadWriteAccessShowsThePhysicalBytes) {
   // CPU writes land in the physical memory.
   std::memset(ptr(base + 1 * kMiB), 0xa5, 4096);
   uint8_t back[4096];
-  ASSERT_EQ(p->memory->read(1 * kMiB, back, sizeof back), 0);
+  ASSERT_EQ(testing::bytes_of(*p).read(1 * kMiB, back, sizeof back), 0);
   for (uint8_t b : back) ASSERT_EQ(b, 0xa5);
   // Writes through the physical memory after the grant are visible too (a shared mapping).
   uint8_t x = 0x3c;
-  ASSERT_EQ(p->memory->write(4 * kMiB - 1, &x, 1), 0);
+  ASSERT_EQ(testing::bytes_of(*p).write(4 * kMiB - 1, &x, 1), 0);
   EXPECT_EQ(ptr(base)[4 * kMiB - 1], 0x3c);
 }
 
@@ -795,7 +797,7 @@ TEST_F(AddressSpaceTest, HostReadAccessAllowsReadsOnly) {
   uint64_t base = reserve(2 * kMiB);
   auto p = map_new(base, 2 * kMiB, 0);
   uint8_t x = 0x42;
-  ASSERT_EQ(p->memory->write(12345, &x, 1), 0);
+  ASSERT_EQ(testing::bytes_of(*p).write(12345, &x, 1), 0);
   ASSERT_TRUE(as_->set_access(base, 2 * kMiB, {{true, 0, 1}}, false).ok());
   EXPECT_EQ(ptr(base)[12345], 0x42);
   volatile uint8_t* cpu = ptr(base);
@@ -815,7 +817,7 @@ TEST_F(AddressSpaceTest, RevokingHostAccessFaultsAgain) {
   ptr(base)[0] = 9;
   ASSERT_TRUE(as_->set_access(base, 2 * kMiB, {{true, 0, 0}}, false).ok());
   uint8_t back = 0;
-  ASSERT_EQ(p->memory->read(0, &back, 1), 0);
+  ASSERT_EQ(testing::bytes_of(*p).read(0, &back, 1), 0);
   EXPECT_EQ(back, 9);  // the bytes stay in the physical memory
   volatile uint8_t* cpu = ptr(base);
   EXPECT_EXIT(
@@ -850,7 +852,7 @@ TEST_F(AddressSpaceTest, HostPhysicalMemoryMappedIsCpuAccessible) {
   EXPECT_EQ(*as_->get_access(base, true, 0), 3);
   ptr(base)[777] = 0x77;
   uint8_t back = 0;
-  ASSERT_EQ(p->memory->read(777, &back, 1), 0);
+  ASSERT_EQ(testing::bytes_of(*p).read(777, &back, 1), 0);
   EXPECT_EQ(back, 0x77);
 }
 
@@ -859,11 +861,11 @@ TEST_F(AddressSpaceTest, HostAccessOpenMapsDeviceMemoryForTheCpu) {
   uint64_t base = reserve(2 * kMiB);
   auto p = map_new(base, 2 * kMiB, 0);
   uint8_t x = 0xee;
-  ASSERT_EQ(p->memory->write(2 * kMiB - 1, &x, 1), 0);
+  ASSERT_EQ(testing::bytes_of(*p).write(2 * kMiB - 1, &x, 1), 0);
   EXPECT_EQ(ptr(base)[2 * kMiB - 1], 0xee);
   ptr(base)[0] = 0x12;
   uint8_t back = 0;
-  ASSERT_EQ(p->memory->read(0, &back, 1), 0);
+  ASSERT_EQ(testing::bytes_of(*p).read(0, &back, 1), 0);
   EXPECT_EQ(back, 0x12);
 }
 

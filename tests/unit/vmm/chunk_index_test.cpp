@@ -270,6 +270,22 @@ TEST(ChunkIndex, WidestFieldsDecodeExactly) {
   EXPECT_EQ(index.lookup(c(1)).kind, ChunkEntry::kEmpty);
 }
 
+// A device id the word cannot hold (64 and more; -1 is "none") is not published: its chunks stay
+// empty and the address space answers them from its trees. (No backend has such a device today
+// (kMaxDevices is 64), so the address space's own test cannot make one.)
+TEST(ChunkIndex, AnEntryOfADeviceTheWordCannotHoldStaysEmpty) {
+  std::vector<std::atomic<uint64_t>> table(kChunks);
+  ChunkIndex index;
+  index.attach(kBase, kChunks * kChunk, table.data());
+  for (int device : {64, 1000, -1}) {
+    index.publish(c(4), kChunk, entry(ChunkEntry::kDevice, device, 21, true, c(4), kChunk));
+    EXPECT_EQ(index.lookup(c(4)).kind, ChunkEntry::kEmpty) << device;
+  }
+  const ChunkEntry d63 = entry(ChunkEntry::kDevice, 63, 21, true, c(4), kChunk);
+  index.publish(c(4), kChunk, d63);
+  EXPECT_TRUE(same(index.lookup(c(4)), d63)) << show(index.lookup(c(4)));
+}
+
 // Readers take no lock: while a writer publishes and clears one chunk over and over, a reader
 // sees the empty entry or one of the two published entries, whole, never a mix of them.
 TEST(ChunkIndexConcurrency, ReadersSeeWholeEntriesWhileAWriterChangesThem) {

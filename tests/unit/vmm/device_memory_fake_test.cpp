@@ -2,12 +2,9 @@
 // released exactly once, when the allocation goes or is reset, into the backend that made it even
 // after everyone else let that backend go; take() over a held object releases the old one first;
 // an injected dev.phys.release leaves the object the backend's and the holder empty.
-// create() and adopt() need the backend's transitional LegacyMemory bridge (issue 14 steps 2–5),
-// which the fake does not have: they refuse with the internal error and touch nothing. Behind the
-// test-side bridge (fake_legacy_bridge.h) create() makes the object in the fake: the handle's
-// location, types and size as asked, its bytes those of the fake's store, and each refusal of
-// the fake (its ledger full, an injected failure) worded with the backend's reason and rolled
-// back.
+// create() makes the object in the fake: the handle's location, types and size as asked, and
+// each refusal of the fake (its ledger full, an injected failure) worded with the backend's
+// reason and rolled back.
 #include "vmm/device_memory.h"
 
 #include <gtest/gtest.h>
@@ -97,27 +94,6 @@ TEST(DeviceMemoryFakeTest, AFailedReleaseLeavesTheObjectToTheBackend) {
   device.expect_no_violations();
 }
 
-TEST(DeviceMemoryFakeTest, CreateAndAdoptRefuseABackendWithoutTheLegacyBridge) {
-  testing::FakeDevice device;
-  std::unique_ptr<drv::Backend> old = drv::create_backend("emu");
-  ASSERT_TRUE(old);
-  PhysicalAllocation phys;
-  phys.size = kSize;
-  dev::Condition refused = dev::Condition::kOk;
-  const Status created = DeviceMemory::create(device.device(), *old, phys, &refused);
-  EXPECT_EQ(created.code(), kAclInternalError);
-  EXPECT_NE(created.message().find("gives no access to its memory"), std::string::npos)
-      << created.message();
-  EXPECT_EQ(refused, dev::Condition::kOk) << "not a refusal of the backend";
-  const Status adopted = DeviceMemory::adopt(device.device(), phys);
-  EXPECT_EQ(adopted.code(), kAclInternalError);
-  EXPECT_FALSE(phys.device_memory.id());
-  EXPECT_FALSE(phys.memory);
-  EXPECT_EQ(device.fake().live_physical_objects(), 0u);
-  EXPECT_TRUE(device.recorder().usage().empty());
-  device.expect_no_violations();
-}
-
 // What vmm_physical checked and rounded before it asks for the object.
 void describe_handle(PhysicalAllocation& phys, Side side, int device, uint64_t size) {
   phys.side = side;
@@ -128,13 +104,11 @@ void describe_handle(PhysicalAllocation& phys, Side side, int device, uint64_t s
 }
 
 TEST(DeviceMemoryFakeTest, CreateMakesTheHandlesObjectInTheBackend) {
-  testing::FakeDevice device({}, nullptr, /*legacy_bridge=*/true);
-  std::unique_ptr<drv::Backend> old = drv::create_backend("emu");
-  ASSERT_TRUE(old);
+  testing::FakeDevice device;
   PhysicalAllocation phys;
   describe_handle(phys, Side::kDevice, 1, kSize);
   dev::Condition refused = dev::Condition::kOk;
-  const Status st = DeviceMemory::create(device.device(), *old, phys, &refused);
+  const Status st = DeviceMemory::create(device.device(), phys, &refused);
   ASSERT_TRUE(st.ok()) << st.message();
   EXPECT_EQ(refused, dev::Condition::kOk);
   ASSERT_TRUE(phys.device_memory.id());
@@ -147,19 +121,7 @@ TEST(DeviceMemoryFakeTest, CreateMakesTheHandlesObjectInTheBackend) {
   EXPECT_EQ(props.size, kSize);
   EXPECT_EQ(device.recorder().usage_sum(1), static_cast<int64_t>(kSize));
 
-  // phys.memory is the same bytes as the fake's object.
-  ASSERT_TRUE(phys.memory);
-  EXPECT_EQ(phys.memory->size(), kSize);
-  const char text[] = "the handle's bytes";
-  ASSERT_EQ(phys.memory->write(kSize - sizeof text, text, sizeof text), 0);
-  char seen[sizeof text] = {};
-  ASSERT_TRUE(device.fake()
-                  .read_physical(phys.device_memory.id(), kSize - sizeof text, seen, sizeof seen)
-                  .ok());
-  EXPECT_STREQ(seen, text);
-
   phys.device_memory.reset();
-  phys.memory.reset();
   EXPECT_EQ(device.fake().live_physical_objects(), 0u);
   EXPECT_EQ(device.recorder().usage_sum(1), 0);
   device.expect_no_violations();
@@ -182,15 +144,13 @@ TEST(DeviceMemoryFakeTest, EachRefusalOfTheBackendIsWordedAndLeavesNothing) {
       {"an injected dev.phys.create", Side::kDevice, kSize, dev::steps::kPhysicalCreate,
        ACL_ERROR_RT_DRV_INTERNAL_ERROR, dev::Condition::kDeviceLost},
   };
-  std::unique_ptr<drv::Backend> old = drv::create_backend("emu");
-  ASSERT_TRUE(old);
   for (const auto& c : cases) {
-    testing::FakeDevice device({}, nullptr, /*legacy_bridge=*/true);
+    testing::FakeDevice device;
     if (c.step != nullptr) device.recorder().arm(c.step, 1, EIO);
     PhysicalAllocation phys;
     describe_handle(phys, c.side, 0, c.size);
     dev::Condition refused = dev::Condition::kOk;
-    const Status st = DeviceMemory::create(device.device(), *old, phys, &refused);
+    const Status st = DeviceMemory::create(device.device(), phys, &refused);
     EXPECT_EQ(st.code(), c.code) << c.what << ": " << st.message();
     const std::string words =
         "the backend could not create " + std::to_string(c.size) + " bytes of physical memory: ";
@@ -198,7 +158,6 @@ TEST(DeviceMemoryFakeTest, EachRefusalOfTheBackendIsWordedAndLeavesNothing) {
     EXPECT_GT(st.message().size(), words.size()) << c.what << ": the backend's reason follows";
     EXPECT_EQ(refused, c.condition) << c.what;
     EXPECT_FALSE(phys.device_memory.id()) << c.what;
-    EXPECT_FALSE(phys.memory) << c.what;
     EXPECT_EQ(device.fake().live_physical_objects(), 0u) << c.what;
     EXPECT_EQ(device.recorder().usage_sum(c.side == Side::kHost ? dev::kNoDevice : 0), 0) << c.what;
     device.expect_no_violations();

@@ -33,7 +33,7 @@ constexpr uint64_t kSize = 2 * dev::kMiB;
 struct Process {
   explicit Process(const dev::fake::FakeConfig& config, ShareService* service)
       : device(config), service(service) {
-    service->attach(nullptr, &table, &device);
+    service->attach(&table, &device);
     service->shutdown();  // the records of the previous test's process
   }
   ~Process() {

@@ -14,7 +14,6 @@
 #include "base/handle_table.h"
 #include "base/status.h"
 #include "runtime/core_listener.h"
-#include "unit/testing/window_releasing_backend.h"
 #include "vmm/address_space.h"
 #include "vmm/managed.h"
 #include "vmm/memory_ops.h"
@@ -29,8 +28,6 @@ constexpr uint64_t kMiB = 1ull << 20;
 
 class StandInRuntime final : public RuntimeServices {
  public:
-  explicit StandInRuntime(drv::Backend& backend) : backend_(backend) {}
-
   std::shared_ptr<MemoryPool> pool(int id) const override {
     return id >= 0 && id < 2 ? pools[id] : nullptr;
   }
@@ -55,7 +52,6 @@ class StandInRuntime final : public RuntimeServices {
     return current;
   }
   std::shared_ptr<MemoryPool> host_pool() const override { return host; }
-  drv::Backend& backend() override { return backend_; }
 
   std::string soc = "StandInSoc";
   ProductRules product;
@@ -65,17 +61,12 @@ class StandInRuntime final : public RuntimeServices {
                                           std::make_shared<MemoryPool>(64 * kMiB)};
   std::shared_ptr<MemoryPool> host = std::make_shared<MemoryPool>(64 * kMiB);
   std::shared_ptr<dev::DeviceBackend> device_backend;  // what attach_device opened
-
- private:
-  drv::Backend& backend_;
 };
 
 // The operations' pieces over an address space with its device backend, as a Runtime holds them.
 class VmmOverStandIn : public ::testing::Test {
  protected:
   void SetUp() override {
-    ASSERT_TRUE(backend_.ok()) << "no emu backend";
-    space_->attach_driver(&backend_);
     // aclrtMalloc blocks come from the device backend (BlockAllocator): two devices of the
     // pools' size.
     attach_device(64 * kMiB);
@@ -99,9 +90,8 @@ class VmmOverStandIn : public ::testing::Test {
     space_.reset();
   }
 
-  WindowReleasingBackend backend_;
   std::unique_ptr<AddressSpace> space_ = std::make_unique<AddressSpace>();
-  StandInRuntime rt_{backend_};
+  StandInRuntime rt_;
   HandleTable<PhysicalAllocation> physical_{0x7a11};
   // Like the runtime's, never destroyed (its fork handling refers to it for the process's life).
   ShareService& sharing_ = *new ShareService();
@@ -177,7 +167,7 @@ TEST_F(VmmOverStandIn, DeviceMallocChargesTheCurrentDevicesPool) {
 TEST_F(VmmOverStandIn, HostMallocChargesTheHostPoolAndMemoryOpsReachIt) {
   auto ptr = vmm_->host_malloc(100);
   ASSERT_TRUE(ptr.ok()) << ptr.status().message();
-  EXPECT_EQ(rt_.host->used(), backend_.host_page_size());
+  EXPECT_EQ(rt_.host->used(), rt_.device_backend->host().page_size());
   memops::MemoryOps ops(rt_, *space_, managed_);
   Accessor who;
   who.device = 1;

@@ -13,7 +13,7 @@
 
 #include <gtest/gtest.h>
 
-#include "drivers/emu/address_space.h"
+#include "drivers/emu/os/placeholders.h"
 #include "drivers/emu/device/capacity.h"
 #include "drivers/emu/device/device_mmu.h"
 #include "drivers/emu/device/physical_allocator.h"

@@ -18,7 +18,7 @@
 
 #include <gtest/gtest.h>
 
-#include "drivers/emu/address_space.h"
+#include "drivers/emu/os/placeholders.h"
 #include "drivers/emu/device/capacity.h"
 #include "drivers/emu/device/device_mmu.h"
 #include "drivers/emu/device/physical_allocator.h"
@@ -38,7 +38,7 @@ CopyEndpoint host(const void* p) {
 class EmuCopyEngineTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    ASSERT_EQ(drv::emu::claim_window(0, kGiB, kGiB, &va_), 0);
+    ASSERT_EQ(dev::emu::os::claim_window(0, kGiB, kGiB, &va_), 0);
     PhysicalSpec spec{Location::device(0), PageType::kHuge, MemType::kHbm, 4 * kMiB};
     ASSERT_TRUE(physical_.create(spec, &mem_).ok());
     ASSERT_TRUE(mmu_.map(va_, 4 * kMiB, mem_, 0, InitialAccess::kOwnerReadWrite).ok());
@@ -54,7 +54,7 @@ class EmuCopyEngineTest : public ::testing::Test {
     if (pages_ != nullptr) ::munmap(pages_, 3 * page_);
     (void)mmu_.unmap(va_, 4 * kMiB);
     if (mem_) (void)physical_.release(mem_);
-    (void)drv::emu::release_window(va_, kGiB);
+    (void)dev::emu::os::release_window(va_, kGiB);
   }
   CopyOutcome copy(CopyEndpoint dst, CopyEndpoint src, uint64_t n) {
     return engine_.copy(CopyRequest{dst, src, n, Executor{0, 0}});

@@ -11,7 +11,7 @@
 
 #include <gtest/gtest.h>
 
-#include "drivers/emu/address_space.h"
+#include "drivers/emu/os/placeholders.h"
 #include "drivers/emu/device/capacity.h"
 #include "drivers/emu/device/physical_allocator.h"
 #include "drivers/emu/device/physical_object.h"
@@ -26,8 +26,8 @@ using testing::cpu_read_faults;
 
 class EmuDeviceMmuTest : public ::testing::Test {
  protected:
-  void SetUp() override { ASSERT_EQ(drv::emu::claim_window(0, kGiB, kGiB, &va_), 0); }
-  void TearDown() override { (void)drv::emu::release_window(va_, kGiB); }
+  void SetUp() override { ASSERT_EQ(dev::emu::os::claim_window(0, kGiB, kGiB, &va_), 0); }
+  void TearDown() override { (void)dev::emu::os::release_window(va_, kGiB); }
   PhysicalId create(Location where) {
     PhysicalId id;
     EXPECT_TRUE(physical_.create(PhysicalSpec{where, PageType::kHuge, MemType::kHbm, 2 * kMiB},

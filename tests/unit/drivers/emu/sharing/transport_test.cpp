@@ -21,7 +21,7 @@
 
 #include "drivers/emu/sharing/transport.h"
 
-namespace aclvmm::drv::emu {
+namespace aclvmm::dev::emu::share {
 namespace {
 
 class ShareTransportTest : public ::testing::Test {
@@ -607,4 +607,4 @@ TEST_F(ShareTransportTest, RandomIdsAreNonZeroAndDistinct) {
 }
 
 }  // namespace
-}  // namespace aclvmm::drv::emu
+}  // namespace aclvmm::dev::emu::share

@@ -15,13 +15,15 @@
 #include <thread>
 #include <vector>
 
-#include "drivers/driver.h"
+#include "drivers/emu/os/host_copy.h"
+#include "drivers/emu/os/memfd_memory.h"
 #include "drivers/emu/unified/fault_tracker.h"
 
-namespace aclvmm::drv {
+namespace aclvmm::dev::emu {
 namespace {
 
-using emu::UffdFaultTracker;
+using os::MemfdMemory;
+using os::PhysicalMemory;
 using std::chrono::milliseconds;
 
 constexpr uint64_t kMiB = 1ull << 20;
@@ -53,7 +55,7 @@ struct Access {
 // first means no thread can block again after the wake-up.
 class Releaser {
  public:
-  Releaser(FaultTracker& tracker, uint64_t va, uint64_t size)
+  Releaser(UffdFaultTracker& tracker, uint64_t va, uint64_t size)
       : tracker_(tracker), va_(va), size_(size) {}
   ~Releaser() {
     tracker_.unwatch(va_, size_);
@@ -74,7 +76,7 @@ class Releaser {
   }
 
  private:
-  FaultTracker& tracker_;
+  UffdFaultTracker& tracker_;
   uint64_t va_;
   uint64_t size_;
   std::vector<std::thread> threads_;
@@ -83,12 +85,8 @@ class Releaser {
 class EmuFaultTracker : public ::testing::Test {
  protected:
   void SetUp() override {
-    be_ = create_backend("emu");
-    ASSERT_NE(be_, nullptr);
     ASSERT_EQ(tracker_.start(), 0);
-    PhysicalRequest req;
-    req.size = kSize;
-    ASSERT_EQ(be_->create_physical(req, &mem_), 0);
+    ASSERT_EQ(MemfdMemory::create(kSize, &mem_), 0);
     // Over-allocate so a 2 MiB-aligned piece fits, as the core's windows are.
     reservation_ = mmap(nullptr, kSize + kHuge, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     ASSERT_NE(reservation_, MAP_FAILED);
@@ -117,7 +115,6 @@ class EmuFaultTracker : public ::testing::Test {
     EXPECT_EQ(f.write, write);
   }
 
-  std::unique_ptr<Backend> be_;
   UffdFaultTracker tracker_;
   std::shared_ptr<PhysicalMemory> mem_;
   void* reservation_ = MAP_FAILED;
@@ -285,12 +282,12 @@ TEST_F(EmuFaultTracker, KernelAccessToRevokedPageFailsWhenUserModeOnly) {
   if (!tracker_.user_mode_only()) GTEST_SKIP() << "kernel accesses would block instead";
   ASSERT_EQ(tracker_.revoke(base_, kHuge), 0);
   uint8_t buf[16] = {};
-  EXPECT_EQ(be_->host_copy(buf, ptr(base_), sizeof buf), -EFAULT);
+  EXPECT_EQ(os::host_copy(buf, ptr(base_), sizeof buf), -EFAULT);
   EXPECT_EQ(mem_->read(0, ptr(base_), 1), -EFAULT);
   CpuFault f;
   EXPECT_EQ(tracker_.next_fault(0, &f), -ETIMEDOUT);
   ASSERT_EQ(tracker_.resolve(base_, kHuge), 0);
-  EXPECT_EQ(be_->host_copy(buf, ptr(base_), sizeof buf), 0);
+  EXPECT_EQ(os::host_copy(buf, ptr(base_), sizeof buf), 0);
   EXPECT_EQ(buf[1], pattern(1));
 }
 
@@ -408,21 +405,9 @@ TEST(EmuFaultTrackerStart, NotStartedRefusesEverything) {
   EXPECT_EQ(t.resolve_read_only(0x200000, 4096), -EBADF);
 }
 
-TEST(EmuFaultTrackerStart, BackendOwnsOne) {
-  auto be = create_backend("emu");
-  ASSERT_NE(be, nullptr);
-  EXPECT_EQ(be->fault_tracker().start(), 0);
-  EXPECT_TRUE(be->fault_tracker().started());
-  EXPECT_EQ(&be->fault_tracker(), &be->fault_tracker());
-}
-
 TEST(EmuFaultTrackerPopulate, AllocatesAndKeepsBytes) {
-  auto be = create_backend("emu");
-  ASSERT_NE(be, nullptr);
   std::shared_ptr<PhysicalMemory> mem;
-  PhysicalRequest req;
-  req.size = kSize;
-  ASSERT_EQ(be->create_physical(req, &mem), 0);
+  ASSERT_EQ(MemfdMemory::create(kSize, &mem), 0);
   ASSERT_EQ(mem->write(page() + 5, "abc", 3), 0);
   struct stat before, after;
   ASSERT_EQ(fstat(mem->fd(), &before), 0);
@@ -443,4 +428,4 @@ TEST(EmuFaultTrackerPopulate, AllocatesAndKeepsBytes) {
 }
 
 }  // namespace
-}  // namespace aclvmm::drv
+}  // namespace aclvmm::dev::emu

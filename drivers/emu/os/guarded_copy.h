@@ -13,7 +13,7 @@
 
 #include <cstddef>
 
-namespace aclvmm::drv::emu {
+namespace aclvmm::dev::emu::os {
 
 // true when guarded copies can run now (installs the handlers on first use).
 bool guard_available();
@@ -21,4 +21,4 @@ bool guard_available();
 // part of the data). Only call after guard_available() returned true.
 int guarded_copy(void* dst, const void* src, size_t n);
 
-}  // namespace aclvmm::drv::emu
+}  // namespace aclvmm::dev::emu::os

@@ -5,7 +5,7 @@
 
 #include <cstdint>
 
-namespace aclvmm::drv::emu {
+namespace aclvmm::dev::emu::os {
 
 // Cached: sysconf is a libc call and the page size never changes while the process runs.
 inline uint64_t page_size() {
@@ -24,4 +24,4 @@ inline bool valid_page_range(uint64_t addr, uint64_t size) {
   return size != 0 && page_aligned(addr) && page_aligned(size) && addr + size > addr;
 }
 
-}  // namespace aclvmm::drv::emu
+}  // namespace aclvmm::dev::emu::os

@@ -1,4 +1,4 @@
-// MemfdMemory's CPU view (drivers/emu/memfd_memory.h): reads and writes copy through a shared
+// MemfdMemory's CPU view (drivers/emu/os/memfd_memory.h): reads and writes copy through a shared
 // mapping of the memfd when the range is dense, and through pread/pwrite otherwise, so that
 // reading memory that was never written (or was zero-filled, i.e. hole-punched) does not allocate
 // it. Checked by bytes and by the file's allocated blocks (fstat st_blocks).
@@ -13,9 +13,9 @@
 #include <utility>
 #include <vector>
 
-#include "drivers/emu/memfd_memory.h"
+#include "drivers/emu/os/memfd_memory.h"
 
-namespace aclvmm::drv::emu {
+namespace aclvmm::dev::emu::os {
 namespace {
 
 constexpr uint64_t kMiB = 1ull << 20;
@@ -191,4 +191,4 @@ TEST(MemfdView, ZeroFillPunchesAndReadsDoNotReallocate) {
 }
 
 }  // namespace
-}  // namespace aclvmm::drv::emu
+}  // namespace aclvmm::dev::emu::os

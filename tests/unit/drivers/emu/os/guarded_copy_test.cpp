@@ -1,4 +1,4 @@
-// The guarded copy (drivers/emu/guarded_copy.h) behind host_copy: a bad address on either side is
+// The guarded copy (drivers/emu/os/guarded_copy.h) behind host_copy: a bad address on either side is
 // -EFAULT, never a crash, and the guard is ready again for the next copy; a fault outside any
 // copy still gets the process's own disposition (default: death by the signal; an application
 // handler installed before the first copy: that handler), and a handler installed after the
@@ -25,10 +25,10 @@
 #include <thread>
 #include <vector>
 
-#include "drivers/emu/guarded_copy.h"
-#include "drivers/emu/host_copy.h"
+#include "drivers/emu/os/guarded_copy.h"
+#include "drivers/emu/os/host_copy.h"
 
-namespace aclvmm::drv::emu {
+namespace aclvmm::dev::emu::os {
 namespace {
 
 // The guard is compiled out under sanitizers (guarded_copy.cpp): the same test.
@@ -314,4 +314,4 @@ TEST(GuardedCopy, HandlerInstalledAfterTheGuardTakesOver) {
 }
 
 }  // namespace
-}  // namespace aclvmm::drv::emu
+}  // namespace aclvmm::dev::emu::os

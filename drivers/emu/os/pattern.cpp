@@ -1,10 +1,10 @@
-#include "drivers/emu/pattern.h"
+#include "drivers/emu/os/pattern.h"
 
 #include <cstring>
 #include <memory>
 #include <new>
 
-namespace aclvmm::drv::emu {
+namespace aclvmm::dev::emu::os {
 namespace {
 
 // Per thread so that concurrent fills with different values never share bytes. Heap-backed rather
@@ -39,4 +39,4 @@ const uint8_t* pattern_buffer(uint8_t value, size_t need) {
   return p.bytes.get();
 }
 
-}  // namespace aclvmm::drv::emu
+}  // namespace aclvmm::dev::emu::os

@@ -4,10 +4,10 @@
 
 #include <cstdint>
 
-namespace aclvmm::drv::emu {
+namespace aclvmm::dev::emu::os {
 
 // Binds [va, va+size) to `node` and moves the pages already there; node -1 restores the default
 // policy. -EOPNOTSUPP without NUMA, -EINVAL for a node that does not exist or a bad range.
 int bind_numa(uint64_t va, uint64_t size, int node);
 
-}  // namespace aclvmm::drv::emu
+}  // namespace aclvmm::dev::emu::os

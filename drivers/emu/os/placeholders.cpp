@@ -1,10 +1,10 @@
-#include "drivers/emu/address_space.h"
+#include "drivers/emu/os/placeholders.h"
 
 #include <sys/mman.h>
 
 #include <cerrno>
 
-#include "drivers/emu/util.h"
+#include "drivers/emu/os/util.h"
 
 // Older libc headers lack it; older kernels ignore it and treat the address as a hint, which the
 // address checks below handle.
@@ -12,7 +12,7 @@
 #define MAP_FIXED_NOREPLACE 0x100000
 #endif
 
-namespace aclvmm::drv::emu {
+namespace aclvmm::dev::emu::os {
 namespace {
 
 // Inaccessible and unbacked: reserves address space without charging memory or swap.
@@ -112,4 +112,4 @@ int unmap_cpu(uint64_t va, uint64_t size) {
   return 0;
 }
 
-}  // namespace aclvmm::drv::emu
+}  // namespace aclvmm::dev::emu::os

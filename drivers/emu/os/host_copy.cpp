@@ -1,4 +1,4 @@
-#include "drivers/emu/host_copy.h"
+#include "drivers/emu/os/host_copy.h"
 
 #include <sys/uio.h>
 #include <unistd.h>
@@ -8,13 +8,13 @@
 #include <cerrno>
 #include <cstring>
 
-#include "drivers/emu/guarded_copy.h"
-#include "drivers/emu/pattern.h"
+#include "drivers/emu/os/guarded_copy.h"
+#include "drivers/emu/os/pattern.h"
 
 // Copies run as a guarded memcpy (guarded_copy.h) when the fault handler is ours; otherwise
 // process_vm_readv/writev on our own pid: the kernel copies with its user-access checks, so an
 // unmapped or protected byte on either side is EFAULT rather than SIGSEGV in the caller.
-namespace aclvmm::drv::emu {
+namespace aclvmm::dev::emu::os {
 namespace {
 
 enum VmMode : int { kUnknown = 0, kAvailable = 1, kUnavailable = 2 };
@@ -123,4 +123,4 @@ int host_fill(void* dst, uint8_t value, size_t n) {
   return 0;
 }
 
-}  // namespace aclvmm::drv::emu
+}  // namespace aclvmm::dev::emu::os

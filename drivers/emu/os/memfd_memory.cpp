@@ -1,4 +1,4 @@
-#include "drivers/emu/memfd_memory.h"
+#include "drivers/emu/os/memfd_memory.h"
 
 #include <fcntl.h>
 #include <linux/magic.h>
@@ -15,12 +15,12 @@
 #include <limits>
 #include <new>
 
-#include "drivers/emu/host_copy.h"
-#include "drivers/emu/pattern.h"
+#include "drivers/emu/os/host_copy.h"
+#include "drivers/emu/os/pattern.h"
 #include "drivers/emu/sanitizers.h"
-#include "drivers/emu/util.h"
+#include "drivers/emu/os/util.h"
 
-namespace aclvmm::drv::emu {
+namespace aclvmm::dev::emu::os {
 namespace {
 
 // Every live allocation holds a descriptor, and applications keep thousands of handles; the
@@ -295,4 +295,4 @@ int MemfdMemory::populate(uint64_t offset, size_t n) {
   return rc == 0 ? 0 : -errno;
 }
 
-}  // namespace aclvmm::drv::emu
+}  // namespace aclvmm::dev::emu::os

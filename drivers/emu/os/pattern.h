@@ -4,7 +4,7 @@
 #include <cstddef>
 #include <cstdint>
 
-namespace aclvmm::drv::emu {
+namespace aclvmm::dev::emu::os {
 
 constexpr size_t kPatternBytes = size_t{1} << 20;
 
@@ -12,4 +12,4 @@ constexpr size_t kPatternBytes = size_t{1} << 20;
 // buffer cannot be allocated. Valid until the calling thread's next call.
 const uint8_t* pattern_buffer(uint8_t value, size_t need);
 
-}  // namespace aclvmm::drv::emu
+}  // namespace aclvmm::dev::emu::os

@@ -10,9 +10,9 @@
 #include <memory>
 #include <mutex>
 
-#include "drivers/driver.h"
+#include "drivers/emu/os/physical_memory.h"
 
-namespace aclvmm::drv::emu {
+namespace aclvmm::dev::emu::os {
 
 class MemfdMemory final : public PhysicalMemory {
  public:
@@ -57,4 +57,4 @@ class MemfdMemory final : public PhysicalMemory {
   mutable std::mutex view_mu_;
 };
 
-}  // namespace aclvmm::drv::emu
+}  // namespace aclvmm::dev::emu::os

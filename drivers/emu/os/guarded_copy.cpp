@@ -1,4 +1,4 @@
-#include "drivers/emu/guarded_copy.h"
+#include "drivers/emu/os/guarded_copy.h"
 
 #include <setjmp.h>
 #include <signal.h>
@@ -10,7 +10,7 @@
 
 #include "drivers/emu/sanitizers.h"
 
-namespace aclvmm::drv::emu {
+namespace aclvmm::dev::emu::os {
 namespace {
 
 #if defined(ACLVMM_ASAN) || defined(ACLVMM_TSAN)
@@ -93,4 +93,4 @@ int guarded_copy(void* dst, const void* src, size_t n) {
   return 0;
 }
 
-}  // namespace aclvmm::drv::emu
+}  // namespace aclvmm::dev::emu::os

@@ -3,9 +3,9 @@
 
 #include <cstdint>
 
-#include "drivers/driver.h"
+#include "drivers/emu/os/physical_memory.h"
 
-namespace aclvmm::drv::emu {
+namespace aclvmm::dev::emu::os {
 
 int claim_window(uint64_t preferred, uint64_t size, uint64_t align, uint64_t* base);
 int claim_fixed(uint64_t addr, uint64_t size);
@@ -16,4 +16,4 @@ int release_window(uint64_t base, uint64_t size);
 int map_cpu(uint64_t va, uint64_t size, PhysicalMemory& mem, uint64_t offset, CpuAccess access);
 int unmap_cpu(uint64_t va, uint64_t size);
 
-}  // namespace aclvmm::drv::emu
+}  // namespace aclvmm::dev::emu::os

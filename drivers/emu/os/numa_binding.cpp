@@ -1,4 +1,4 @@
-#include "drivers/emu/numa_binding.h"
+#include "drivers/emu/os/numa_binding.h"
 
 #include <numa.h>
 #include <numaif.h>
@@ -6,9 +6,9 @@
 #include <cerrno>
 #include <cstdint>
 
-#include "drivers/emu/util.h"
+#include "drivers/emu/os/util.h"
 
-namespace aclvmm::drv::emu {
+namespace aclvmm::dev::emu::os {
 namespace {
 
 // Bits the kernel's node mask can hold (MAX_NUMNODES is at most 1024 on x86_64 and arm64).
@@ -38,4 +38,4 @@ int bind_numa(uint64_t va, uint64_t size, int node) {
   return 0;
 }
 
-}  // namespace aclvmm::drv::emu
+}  // namespace aclvmm::dev::emu::os

@@ -4,9 +4,9 @@
 #include <cstddef>
 #include <cstdint>
 
-namespace aclvmm::drv::emu {
+namespace aclvmm::dev::emu::os {
 
 int host_copy(void* dst, const void* src, size_t n);
 int host_fill(void* dst, uint8_t value, size_t n);
 
-}  // namespace aclvmm::drv::emu
+}  // namespace aclvmm::dev::emu::os

@@ -1,4 +1,4 @@
-// Physical memory is size-sealed (drivers/emu/memfd_memory.h): whoever holds its descriptor can
+// Physical memory is size-sealed (drivers/emu/os/memfd_memory.h): whoever holds its descriptor can
 // read, write and zero the bytes, and nothing more; and a received descriptor is adopted only if
 // it is sealed the same way and holds exactly the announced size (issue 13, items 1 and 2).
 #include <fcntl.h>
@@ -15,13 +15,13 @@
 #include <string>
 #include <vector>
 
-#include "drivers/emu/memfd_memory.h"
+#include "drivers/emu/os/memfd_memory.h"
 
 #ifndef F_SEAL_FUTURE_WRITE
 #define F_SEAL_FUTURE_WRITE 0x0010
 #endif
 
-namespace aclvmm::drv::emu {
+namespace aclvmm::dev::emu::os {
 namespace {
 
 constexpr uint64_t k2M = 2ull << 20;
@@ -152,4 +152,4 @@ TEST(MemfdSeal, AdoptRefusesWhatCouldHurtThisProcessLater) {
 }
 
 }  // namespace
-}  // namespace aclvmm::drv::emu
+}  // namespace aclvmm::dev::emu::os
