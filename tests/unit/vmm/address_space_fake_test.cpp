@@ -166,7 +166,9 @@ TEST_F(AddressSpaceFakeTest, ARefusalOfTheFakeLeavesEverythingAsItWas) {
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.step);
-    if (c.mapped_before) ASSERT_TRUE(space_->map(va, 2 * kMiB, 7, dev0, false).ok());
+    if (c.mapped_before) {
+      ASSERT_TRUE(space_->map(va, 2 * kMiB, 7, dev0, false).ok());
+    }
     device_.recorder().arm(c.step, 1, c.code);
     const Status refused = c.call();
     EXPECT_EQ(refused.code(), c.acl) << refused.message();
