@@ -59,8 +59,12 @@ TEST(VmmPhysicalFakeTest, AHandleIsOneObjectOfTheFakeUntilItsLastRelease) {
   EXPECT_EQ(*retained, *handle);
   ASSERT_TRUE(f.vmm.free_physical(*handle).ok());  // the retain's reference
   ASSERT_TRUE(f.vmm.free_physical(*handle).ok());  // the malloc's
-  EXPECT_EQ(f.vmm.free_physical(*handle).code(), ACL_ERROR_RT_PARAM_INVALID)
-      << "mapped and already released";
+  ASSERT_TRUE(f.physical.find(*handle) != nullptr) << "the mapping's reference keeps it";
+  EXPECT_EQ(f.physical.find(*handle)->ref.load(), 1);
+  const Status again = f.vmm.free_physical(*handle);
+  EXPECT_EQ(again.code(), ACL_ERROR_RT_PARAM_INVALID);
+  EXPECT_NE(again.message().find("it is freed by its last aclrtUnmapMem"), std::string::npos)
+      << again.message();
   EXPECT_EQ(f.fake().live_physical_objects(), 2u);
   ASSERT_TRUE(f.vmm.unmap(*va).ok());  // the last reference: the object goes
   EXPECT_EQ(f.fake().live_physical_objects(), 1u);
