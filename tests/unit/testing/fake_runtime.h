@@ -14,7 +14,9 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <cstdio>
 #include <memory>
+#include <string>
 
 #include "base/handle_table.h"
 #include "unit/testing/fake_device.h"
@@ -28,6 +30,13 @@
 #include "vmm/vmm.h"
 
 namespace aclvmm::testing {
+
+// An address as the core's messages write it, for the tests that expect those messages.
+inline std::string hex(uint64_t v) {
+  char buf[32];
+  snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
+  return buf;
+}
 
 // Usage reports move the stand-in's pools (as DeviceUsage moves a start's); everything is also
 // the recorder's, which answers the injection questions.

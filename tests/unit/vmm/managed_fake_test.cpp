@@ -22,11 +22,7 @@ constexpr ManagedLocation kDevice0{1, 0};
 constexpr ManagedLocation kDevice1{1, 1};
 constexpr ManagedLocation kHost{2, 0};
 
-std::string hex(uint64_t v) {
-  char buf[32];
-  snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
-  return buf;
-}
+using testing::hex;
 
 // Whether the fake holds a managed range at va (its attribute query answers for it).
 bool fake_holds(testing::FakeRuntime& f, uint64_t va) {

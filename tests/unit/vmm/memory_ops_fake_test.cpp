@@ -20,11 +20,7 @@ namespace {
 
 namespace steps = dev::steps;
 
-std::string hex(uint64_t v) {
-  char buf[32];
-  snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
-  return buf;
-}
+using testing::hex;
 
 void* ptr(uint64_t va) { return reinterpret_cast<void*>(va); }
 
@@ -152,7 +148,9 @@ TEST_F(MemoryOpsFakeTest, EachRefusalIsWordedAndLeavesTheDestinationAsItWas) {
     } else {
       EXPECT_EQ(st.message(), c.message);
     }
-    if (c.step != nullptr) EXPECT_FALSE(f_.recorder().armed(c.step)) << "the engine was not asked";
+    if (c.step != nullptr) {
+      EXPECT_FALSE(f_.recorder().armed(c.step)) << "the engine was not asked";
+    }
     EXPECT_EQ(bytes_of(own, 64), own_bytes) << "nothing was written";
     EXPECT_EQ(f_.recorder().usage_sum(0), static_cast<int64_t>(2 * kMiB)) << "no page migrated";
     f_.device().expect_no_violations();

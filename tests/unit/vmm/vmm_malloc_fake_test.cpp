@@ -117,7 +117,9 @@ TEST(VmmMallocFakeTest, EachRefusalOfTheFakeIsWordedAndLeavesNothing) {
     auto ptr = c.host ? f.vmm.host_malloc(c.size) : f.vmm.device_malloc(c.size, 0);
     EXPECT_EQ(ptr.status().code(), c.code) << ptr.status().message();
     EXPECT_EQ(ptr.status().message().rfind(c.words, 0), 0u) << ptr.status().message();
-    if (c.step != nullptr) EXPECT_FALSE(f.recorder().armed(c.step)) << "the fake was not asked";
+    if (c.step != nullptr) {
+      EXPECT_FALSE(f.recorder().armed(c.step)) << "the fake was not asked";
+    }
     EXPECT_EQ(f.space.region_count(RegionKind::kDeviceMalloc), 0u);
     EXPECT_EQ(f.space.region_count(RegionKind::kHostPinned), 0u);
     EXPECT_EQ(f.fake().live_mappings(), 0u);

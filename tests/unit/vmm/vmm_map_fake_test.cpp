@@ -21,11 +21,7 @@ namespace steps = dev::steps;
 using dev::Access;
 using dev::Location;
 
-std::string hex(uint64_t v) {
-  char buf[32];
-  snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
-  return buf;
-}
+using testing::hex;
 
 class VmmMapFakeTest : public ::testing::Test {
  protected:
@@ -149,7 +145,9 @@ TEST_F(VmmMapFakeTest, EachRefusalOfTheFakeIsWordedAndLeavesNothing) {
   };
   for (const auto& c : cases) {
     SCOPED_TRACE(c.what);
-    if (c.mapped) ASSERT_TRUE(f_.vmm.map(va, 4 * kMiB, 0, handle, false).ok());
+    if (c.mapped) {
+      ASSERT_TRUE(f_.vmm.map(va, 4 * kMiB, 0, handle, false).ok());
+    }
     const int refs = f_.physical.find(handle)->ref.load();
     f_.recorder().arm(c.step, 1, EIO);
     const Status st = c.call(f_.vmm, va, handle, peer);
