@@ -14,6 +14,7 @@
 #include "base/handle_table.h"
 #include "base/status.h"
 #include "runtime/core_listener.h"
+#include "unit/testing/stand_in_runtime.h"
 #include "vmm/address_space.h"
 #include "vmm/managed.h"
 #include "vmm/memory_ops.h"
@@ -26,42 +27,7 @@ namespace {
 
 constexpr uint64_t kMiB = 1ull << 20;
 
-class StandInRuntime final : public RuntimeServices {
- public:
-  std::shared_ptr<MemoryPool> pool(int id) const override {
-    return id >= 0 && id < 2 ? pools[id] : nullptr;
-  }
-  int user_device(int id) const override { return 1 - id; }
-  bool host_numa() const override { return false; }
-  int device_count() const override { return 2; }
-  void enable_peer_pair(int, int) override {}
-  const std::shared_ptr<dev::DeviceBackend>& device() const override { return device_backend; }
-
-  ProductRules rules() const override {
-    ProductRules r = product;
-    r.soc = &soc;
-    return r;
-  }
-  bool svm_ready() const override { return svm; }
-  StatusOr<uint64_t> current_context() const override {
-    if (current < 0) return Error(ACL_ERROR_RT_CONTEXT_NULL, "stand-in: no context");
-    return uint64_t{1};
-  }
-  StatusOr<int> current_device() const override {
-    if (current < 0) return Error(ACL_ERROR_RT_CONTEXT_NULL, "stand-in: no device");
-    return current;
-  }
-  std::shared_ptr<MemoryPool> host_pool() const override { return host; }
-
-  std::string soc = "StandInSoc";
-  ProductRules product;
-  bool svm = true;
-  int current = 1;
-  std::shared_ptr<MemoryPool> pools[2] = {std::make_shared<MemoryPool>(64 * kMiB),
-                                          std::make_shared<MemoryPool>(64 * kMiB)};
-  std::shared_ptr<MemoryPool> host = std::make_shared<MemoryPool>(64 * kMiB);
-  std::shared_ptr<dev::DeviceBackend> device_backend;  // what attach_device opened
-};
+using testing::StandInRuntime;
 
 // The operations' pieces over an address space with its device backend, as a Runtime holds them.
 class VmmOverStandIn : public ::testing::Test {
