@@ -27,6 +27,7 @@ REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 JOBS="${ACLVMM_JOBS:-$(nproc 2>/dev/null || echo 2)}"
 
 bash "$REPO/scripts/setup.sh"
+echo "=== setup (packages): $SECONDS s"
 
 # Test children killed on purpose would leave their aclvmm-smi statistics files in /dev/shm for
 # every user's monitor to clean up: every stage's processes publish into the build tree instead
@@ -42,8 +43,14 @@ STAGE_RESULTS=()
 
 banner() { echo; echo "=== $* ==="; }
 
+# Each stage's wall time goes into its record, so that a slow CI run shows where the time went
+# (the suite's budget: docs/reliability.md section 3).
+STAGE_CLOCK=$SECONDS
+start_stage() { STAGE_CLOCK=$SECONDS; }
+
 record() { # record <stage> <PASS|FAIL|SKIP> [detail]
     local detail="${3:-}"
+    if [ "$2" != SKIP ]; then detail+="${detail:+, }$((SECONDS - STAGE_CLOCK)) s"; fi
     STAGE_NAMES+=("$1")
     STAGE_RESULTS+=("$2${detail:+ ($detail)}")
     if [ "$2" = FAIL ]; then ANY_FAILED=1; fi
@@ -57,6 +64,7 @@ configure_and_build() {
     if [ "$targets" != all ]; then
         for t in $targets; do target_args+=(--target "$t"); done
     fi
+    start_stage
     banner "$stage: configure $dir"
     if ! cmake -S "$REPO" -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo "$@" </dev/null; then
         TOTAL_FAILED=$((TOTAL_FAILED + 1))
@@ -99,6 +107,7 @@ run_ctest() {
     [ "$#" -gt 0 ] && shift
     local log="$dir/ctest-$stage.log" rc line failed total passed
 
+    start_stage
     banner "$stage: ctest --test-dir $dir $*"
     set +e
     "${prefix[@]}" ctest --test-dir "$dir" --output-on-failure -j"$JOBS" --timeout 600 "$@" \
@@ -203,5 +212,6 @@ echo "=== summary ==="
 for i in "${!STAGE_NAMES[@]}"; do
     printf '%-12s %s\n' "${STAGE_NAMES[$i]}" "${STAGE_RESULTS[$i]}"
 done
+echo "whole run: $SECONDS s"
 echo "$TOTAL_PASSED passed, $TOTAL_FAILED failed"
 exit "$ANY_FAILED"

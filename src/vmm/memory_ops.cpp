@@ -57,11 +57,6 @@ Status MemoryOps::refused(const dev::CopyOutcome& out, uint64_t dst, uint64_t sr
     return Error(ACL_ERROR_RT_MEMORY_ALLOCATION,
                  "device " + std::to_string(who.device) + " has no room for a managed page");
   }
-  // The records allow the range: a bad process pointer, an injected failure, or a mapping that
-  // changed while the copy ran. The engine's side and first address say where.
-  const bool process = endpoint(va).kind == dev::EndpointKind::kHostMemory;
-  std::string what = source ? "reading " : "writing ";
-  what += process ? "the host buffer" : "device memory";
   std::string why;
   switch (out.result.condition()) {
     case dev::Condition::kBadAddress: why = "the address is not accessible"; break;
@@ -70,6 +65,19 @@ Status MemoryOps::refused(const dev::CopyOutcome& out, uint64_t dst, uint64_t sr
       why = out.result.is_errno() ? "errno " + std::to_string(out.result.errno_value())
                                   : "driver error " + std::to_string(out.result.driver_value());
   }
+  if (out.failed_side == dev::CopyOutcome::Side::kNone) {
+    // The device refused the operation as a whole (an injected dev.copy.* step, say): it names
+    // no side or address, so the words name the operation.
+    const std::string operation =
+        src != 0 ? "the copy of " + std::to_string(n) + " bytes from " + hex(src) + " to " + hex(dst)
+                 : "the fill of " + std::to_string(n) + " bytes at " + hex(dst);
+    return Error(ACL_ERROR_RT_DRV_INTERNAL_ERROR, operation + " failed: " + why);
+  }
+  // The records allow the range: a bad process pointer, or a mapping that changed while the copy
+  // ran. The engine's side and first address say where.
+  const bool process = endpoint(va).kind == dev::EndpointKind::kHostMemory;
+  std::string what = source ? "reading " : "writing ";
+  what += process ? "the host buffer" : "device memory";
   return Error(ACL_ERROR_RT_DRV_INTERNAL_ERROR, what + " at " + hex(va) + " failed: " + why);
 }
 
