@@ -300,7 +300,7 @@ void Runtime::teardown_locked(std::unique_lock<LifetimeMutex>& lock, const char*
   }
   closing.reset();  // closed with the last memory that still holds it
   SmiPublisher::get().deactivate();
-  svm_ready_.store(false);
+  set_svm_ready(false);
   init_refs_ = 0;
   init_config_.clear();
   tearing_down_ = false;
@@ -347,7 +347,7 @@ Status Runtime::set_device(int32_t user_id) {
   }
   ++d.open_count;
   t_context = contexts_.find(d.primary_context);
-  svm_ready_.store(true);
+  set_svm_ready(true);
   return Status::Ok();
 }
 
@@ -417,7 +417,7 @@ StatusOr<uint64_t> Runtime::create_context_locked(int physical_device, bool prim
   ctx->primary = primary;
   uint64_t token = contexts_.insert(ctx);
   ctx->token = token;
-  svm_ready_.store(true);
+  set_svm_ready(true);
   if (!primary) t_context = ctx;
   return token;
 }

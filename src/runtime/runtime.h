@@ -105,7 +105,6 @@ class Runtime final : public RuntimeServices {
   // The executing-device view of work queued on a stream of `physical_device`.
   Accessor accessor_for(int physical_device) const;
   // True once any device has been opened (the driver's per-process SVM state exists).
-  bool svm_ready() const override { return svm_ready_.load(); }
 
   // Contexts and streams.
   StatusOr<uint64_t> create_context(int physical_device, bool primary);
@@ -157,7 +156,6 @@ class Runtime final : public RuntimeServices {
   mutable LifetimeMutex mu_;
   std::atomic<bool> started_{false};
   bool tearing_down_ = false;  // under mu_ (which a teardown releases while it joins streams)
-  std::atomic<bool> svm_ready_{false};
   int init_refs_ = 0;
   std::string init_config_;
   ConfigSnapshots config_;  // published by start_locked, under mu_

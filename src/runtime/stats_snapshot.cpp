@@ -20,17 +20,17 @@ std::string quoted(const std::string& s) {
 
 }  // namespace
 
-std::string stats_json(Runtime& rt, bool start) {
-  if (start) (void)rt.start();
-  const Config& cfg = rt.config();
+std::string stats_json(const StatsSources& sources) {
+  const Config& cfg = sources.config;
   std::string devices;
   for (int i = 0; i < cfg.device_count; ++i) {
-    auto pool = rt.pool(i);
+    auto pool = sources.devices.pool(i);
     if (!pool) continue;
     devices += fmt::format("{}{{\"id\": {}, \"memory_total\": {}, \"memory_used\": {}}}",
                            devices.empty() ? "" : ", ", i, pool->total(), pool->used());
   }
-  AddressSpace& space = rt.space();
+  const AddressSpace& space = sources.space;
+  const ShareService& sharing = sources.sharing;
   return fmt::format(
       "{{\"soc\": {}, \"family\": {}, \"driver\": {}, \"interconnect\": {}, \"links\": {}, "
       "\"devices\": [{}], "
@@ -42,14 +42,19 @@ std::string stats_json(Runtime& rt, bool start) {
       "\"connections_dropped\": {}, \"impostors_refused\": {}, \"replies_refused\": {}}}}}",
       quoted(cfg.product.soc), quoted(cfg.product.family_name()), quoted(cfg.driver),
       quoted(interconnect_name(cfg.interconnect)), links_json(), devices,
-      rt.physical().size(),
+      sources.physical.size(),
       space.region_count(RegionKind::kReservation) + space.region_count(RegionKind::kNoUcReservation),
-      space.mapping_count(), rt.sharing().live_exports(), rt.sharing().live_imports(),
-      rt.managed().live(), space.region_count(RegionKind::kDeviceMalloc),
-      space.region_count(RegionKind::kHostPinned), rt.managed().stats_json(), rt.sharing().denied(),
-      rt.sharing().listener_wakeups(), rt.sharing().listener_timeouts(),
-      rt.sharing().connections_dropped(), rt.sharing().impostors_refused(),
-      rt.sharing().replies_refused());
+      space.mapping_count(), sharing.live_exports(), sharing.live_imports(),
+      sources.managed.live(), space.region_count(RegionKind::kDeviceMalloc),
+      space.region_count(RegionKind::kHostPinned), sources.managed.stats_json(), sharing.denied(),
+      sharing.listener_wakeups(), sharing.listener_timeouts(), sharing.connections_dropped(),
+      sharing.impostors_refused(), sharing.replies_refused());
+}
+
+std::string stats_json(Runtime& rt, bool start) {
+  if (start) (void)rt.start();
+  return stats_json(StatsSources{rt.config(), rt, rt.space(), rt.physical(), rt.sharing(),
+                                 rt.managed()});
 }
 
 void write_stats_file_at_exit(Runtime& rt) {

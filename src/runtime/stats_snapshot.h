@@ -5,10 +5,31 @@
 
 #include <string>
 
+#include "base/handle_table.h"
+#include "runtime/config.h"
+#include "vmm/address_space.h"
+#include "vmm/device_directory.h"
+#include "vmm/managed.h"
+#include "vmm/physical.h"
+#include "vmm/share.h"
+
 namespace aclvmm {
 
 class Runtime;
 
+// What a snapshot reads: one start's configuration, the devices' pools, and the objects the
+// runtime holds. A Runtime gives its own (below); a unit test gives the pieces it built over
+// the fake backend.
+struct StatsSources {
+  const Config& config;
+  const DeviceDirectory& devices;
+  const AddressSpace& space;
+  const HandleTable<PhysicalAllocation>& physical;
+  const ShareService& sharing;
+  const ManagedMemory& managed;
+};
+
+std::string stats_json(const StatsSources& sources);
 // `start`: start the runtime first if needed (the API call); at exit the snapshot is taken as is.
 std::string stats_json(Runtime& rt, bool start = true);
 // Writes the snapshot to $ACLVMM_STATS_FILE, if set (called once at process exit).

@@ -8,6 +8,7 @@
 // Threading: every method from any thread, under any vmm lock (as DeviceDirectory's).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -33,8 +34,9 @@ struct ProductRules {
 class RuntimeServices : public DeviceDirectory {
  public:
   virtual ProductRules rules() const = 0;
-  // True once any device has been opened (the driver's per-process SVM state exists).
-  virtual bool svm_ready() const = 0;
+  // True once any device has been opened (the driver's per-process SVM state exists). A flag
+  // of this object, not a virtual call: pointer queries ask it on every call.
+  bool svm_ready() const { return svm_ready_.load(std::memory_order_acquire); }
   // The calling thread's current context and its physical device; 107002 when there is none.
   virtual StatusOr<uint64_t> current_context() const = 0;
   virtual StatusOr<int> current_device() const = 0;
@@ -43,6 +45,10 @@ class RuntimeServices : public DeviceDirectory {
 
  protected:
   ~RuntimeServices() = default;
+  void set_svm_ready(bool ready) { svm_ready_.store(ready, std::memory_order_release); }
+
+ private:
+  std::atomic<bool> svm_ready_{false};
 };
 
 }  // namespace aclvmm

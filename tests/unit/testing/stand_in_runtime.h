@@ -21,6 +21,7 @@ namespace aclvmm::testing {
 
 class StandInRuntime final : public RuntimeServices {
  public:
+  StandInRuntime() { set_svm_ready(true); }
   std::shared_ptr<MemoryPool> pool(int id) const override {
     return id >= 0 && id < 2 ? pools[id] : nullptr;
   }
@@ -35,7 +36,8 @@ class StandInRuntime final : public RuntimeServices {
     r.soc = &soc;
     return r;
   }
-  bool svm_ready() const override { return svm; }
+  // Whether a device counts as opened (RuntimeServices::svm_ready; true from the start).
+  void set_svm(bool ready) { set_svm_ready(ready); }
   StatusOr<uint64_t> current_context() const override {
     if (current < 0) return Error(ACL_ERROR_RT_CONTEXT_NULL, "stand-in: no context");
     return uint64_t{1};
@@ -49,7 +51,6 @@ class StandInRuntime final : public RuntimeServices {
   static constexpr uint64_t kPoolBytes = 64ull << 20;
   std::string soc = "StandInSoc";
   ProductRules product;
-  bool svm = true;
   bool numa = false;
   int current = 1;
   std::shared_ptr<MemoryPool> pools[2] = {std::make_shared<MemoryPool>(kPoolBytes),

@@ -207,7 +207,7 @@ TEST_F(VmmMapFakeTest, TheRuntimesOwnChecksNeverReachTheFake) {
          return v.reserve(kGiB, 0, 0x100000000000ull, true).status();
        },
        ACL_ERROR_RT_FEATURE_NOT_SUPPORT, "not supported on StandInSoc"},
-      {"reserve before a device", [](testing::StandInRuntime& rt) { rt.svm = false; },
+      {"reserve before a device", [](testing::StandInRuntime& rt) { rt.set_svm(false); },
        [](vmm::Vmm& v, uint64_t, uint64_t) { return v.reserve(2 * kMiB, 0, 0, false).status(); },
        ACL_ERROR_RT_INVALID_HANDLE, "aclrtSetDevice"},
       {"alignment not 0", [](testing::StandInRuntime&) {},
@@ -221,7 +221,7 @@ TEST_F(VmmMapFakeTest, TheRuntimesOwnChecksNeverReachTheFake) {
          return v.reserve(2 * kMiB, 0, 0x100000000000ull, false).status();
        },
        ACL_ERROR_RT_FEATURE_NOT_SUPPORT, "expectPtr must be NULL on StandInSoc"},
-      {"release before a device", [](testing::StandInRuntime& rt) { rt.svm = false; },
+      {"release before a device", [](testing::StandInRuntime& rt) { rt.set_svm(false); },
        [](vmm::Vmm& v, uint64_t at, uint64_t) { return v.release(at); },
        ACL_ERROR_RT_INVALID_HANDLE, "aclrtSetDevice"},
       {"no-access mapping over PCIe",
@@ -240,7 +240,7 @@ TEST_F(VmmMapFakeTest, TheRuntimesOwnChecksNeverReachTheFake) {
       {"unmap of nothing mapped", [](testing::StandInRuntime&) {},
        [](vmm::Vmm& v, uint64_t at, uint64_t) { return v.unmap(at); },
        ACL_ERROR_RT_DRV_INTERNAL_ERROR, "is not the start of a mapping"},
-      {"retain before a device", [](testing::StandInRuntime& rt) { rt.svm = false; },
+      {"retain before a device", [](testing::StandInRuntime& rt) { rt.set_svm(false); },
        [](vmm::Vmm& v, uint64_t at, uint64_t) { return v.retain(at).status(); },
        ACL_ERROR_RT_INVALID_HANDLE, "aclrtSetDevice"},
       {"retain of nothing mapped", [](testing::StandInRuntime&) {},
@@ -259,7 +259,7 @@ TEST_F(VmmMapFakeTest, TheRuntimesOwnChecksNeverReachTheFake) {
     EXPECT_EQ(f_.physical.find(handle)->ref.load(), 1);
     EXPECT_EQ(f_.physical.find(handle)->map_ref.load(), 0);
     f_.rt.product = product;
-    f_.rt.svm = true;
+    f_.rt.set_svm(true);
     f_.device().expect_no_violations();
   }
   ASSERT_TRUE(f_.vmm.free_physical(handle).ok());

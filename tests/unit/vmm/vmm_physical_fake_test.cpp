@@ -122,7 +122,7 @@ TEST(VmmPhysicalFakeTest, TheRuntimesOwnChecksNeverReachTheFake) {
     int code;
     const char* words;  // a part of the message
   } cases[] = {
-      {"no device opened", [](testing::FakeRuntime& f, vmm::PhysicalSpec&, uint64_t&) { f.rt.svm = false; },
+      {"no device opened", [](testing::FakeRuntime& f, vmm::PhysicalSpec&, uint64_t&) { f.rt.set_svm(false); },
        ACL_ERROR_RT_INVALID_HANDLE, "call aclrtSetDevice first"},
       {"reserve not 0", [](testing::FakeRuntime&, vmm::PhysicalSpec& s, uint64_t&) { s.reserve = 1; },
        ACL_ERROR_RT_PARAM_INVALID, "prop->reserve must be 0"},

@@ -105,10 +105,10 @@ TEST_F(VmmOverStandIn, RefusesWhatTheStandInsRulesRefuse) {
 }
 
 TEST_F(VmmOverStandIn, AnswersForTheStandInsDeviceState) {
-  rt_.svm = false;
+  rt_.set_svm(false);
   EXPECT_EQ(vmm_->reserve(2 * kMiB, 0, 0, false).status().code(), ACL_ERROR_RT_INVALID_HANDLE);
   EXPECT_EQ(vmm_->pointer_info(0x1000).status().code(), ACL_ERROR_RT_INVALID_HANDLE);
-  rt_.svm = true;
+  rt_.set_svm(true);
   rt_.current = -1;
   EXPECT_EQ(vmm_->device_malloc(kMiB, 0).status().code(), ACL_ERROR_RT_CONTEXT_NULL);
   EXPECT_EQ(vmm_->host_malloc(kMiB).status().code(), ACL_ERROR_RT_CONTEXT_NULL);
