@@ -71,8 +71,14 @@ std::atomic<const void*>& slot(size_t k) {
 }
 
 void wait_unprotected(const void* p) {
-  // The end is read after the caller cleared its words (seq_cst): a record claimed later belongs
-  // to a thread that cannot have found p.
+  // The caller cleared its words with plain (release) stores. Without a full fence here the
+  // processor may read a slot before those stores are visible (store buffering: x86 reorders a
+  // store with a later load), while a reader announces p and still finds it in the word: both
+  // would miss each other and p would be freed under the reader. The fence pairs with the seq_cst
+  // store-then-load of protect().
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  // The end is read after the words were cleared: a record claimed later belongs to a thread
+  // that cannot have found p.
   const size_t end = g_claimed_end.load(std::memory_order_seq_cst);
   for (size_t i = 0; i < end; ++i) {
     for (const auto& s : g_records[i].slots) {

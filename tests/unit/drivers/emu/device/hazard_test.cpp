@@ -115,6 +115,59 @@ TEST(HazardConcurrency, ReadersNeverSeeAReclaimedObject) {
   EXPECT_GT(reads.load(), 0);
 }
 
+// The page table's unmap path as it is: words cleared with plain release stores, then
+// wait_unprotected, then the entry poisoned and freed (device_mmu.cpp, forget). The reclaimer's
+// cleared word and its scan of the slots race a reader's announcement and its re-check; without a
+// full fence between the clear and the scan, x86 lets both miss each other (store buffering) and
+// the reader keeps an entry that is then freed.
+TEST(HazardConcurrency, ReadersNeverKeepAnEntryTheMmuClearedAndFreed) {
+  EmuPageTable table;
+  constexpr uint64_t kVa = 0x100000000000ull;
+  constexpr uint64_t kLive = 2 * kMiB;
+  // Entries come round again only after 64 cycles, so a poisoned one stays poisoned while a
+  // reader that wrongly kept it is still looking at it.
+  std::vector<MmuEntry> entries(64);
+  std::vector<std::atomic<bool>> freed(entries.size());  // per entry: poisoned by the reclaimer
+  std::atomic<bool> stop{false};
+  std::atomic<long> poisoned{0};
+  std::atomic<long> reads{0};
+  std::thread reader([&] {
+    long local_reads = 0;
+    while (!stop.load(std::memory_order_relaxed)) {
+      if (MmuEntry* e = table.protect(0, kVa)) {
+        for (int k = 0; k < 16; ++k) {  // held a while, as a copy holds it to take a reference
+          if (freed[static_cast<size_t>(e - entries.data())].load(std::memory_order_relaxed)) {
+            poisoned.fetch_add(1, std::memory_order_relaxed);
+            break;
+          }
+        }
+        hazard::release(0);
+        ++local_reads;
+      }
+    }
+    reads.store(local_reads);
+  });
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(400);
+  long cycles = 0;
+  while (std::chrono::steady_clock::now() < deadline || cycles < 1000) {
+    const size_t i = static_cast<size_t>(cycles) % entries.size();
+    MmuEntry* entry = &entries[i];
+    entry->va = kVa;
+    entry->size = kLive;
+    freed[i].store(false, std::memory_order_relaxed);
+    ASSERT_TRUE(table.prepare(kVa, kLive).ok());
+    table.publish(entry);
+    table.clear(kVa, kLive);
+    hazard::wait_unprotected(entry);
+    freed[i].store(true, std::memory_order_relaxed);  // a reader that still holds it sees this
+    ++cycles;
+  }
+  stop = true;
+  reader.join();
+  EXPECT_EQ(poisoned.load(), 0) << "over " << cycles << " map/unmap cycles";
+  EXPECT_GT(reads.load(), 0);
+}
+
 TEST(HazardTest, AForkedChildNeverWaitsForTheParentsThreads) {
   Object object;
   std::atomic<Object*> word{&object};
