@@ -85,31 +85,53 @@ void Raw_MapUnmap(benchmark::State& state) {
 BENCHMARK(Raw_MapUnmap)->Arg(k2M)->Arg(k1G);
 BENCHMARK(Raw_MapUnmap)->Arg(k2M)->Threads(1)->Threads(2)->Threads(4)->UseRealTime();
 
-// range(0): 0 maps device memory (no CPU view: only the emulated page tables change), 1 maps
-// host memory (the CPU sees it: one mmap each way).
-void Acl_MapUnmap(benchmark::State& state) {
-  aclrtPhysicalMemProp p = state.range(0) ? host_prop() : device_prop();
+// Maps and unmaps 2 MiB of one handle at the middle of a reservation of `reserved` bytes, until
+// the state says stop. host: host memory (the CPU sees it: one mmap each way), else device memory
+// (no CPU view: only the emulated page tables change).
+void map_unmap_loop(benchmark::State& state, bool host, size_t reserved) {
+  aclrtPhysicalMemProp p = host ? host_prop() : device_prop();
   aclrtDrvMemHandle h = nullptr;
   void* va = nullptr;
   if (!ensure_device() || !ok(state, aclrtMallocPhysical(&h, k2M, &p, 0), "aclrtMallocPhysical") ||
-      !ok(state, aclrtReserveMemAddress(&va, k2M, 0, nullptr, 0), "aclrtReserveMemAddress")) {
+      !ok(state, aclrtReserveMemAddress(&va, reserved, 0, nullptr, 0), "aclrtReserveMemAddress")) {
     return;
   }
+  void* at = static_cast<char*>(va) + (reserved - k2M) / 2 / k2M * k2M;
   for (auto _ : state) {
-    if (aclrtMapMem(va, k2M, 0, h, 0) != ACL_SUCCESS) {
+    if (aclrtMapMem(at, k2M, 0, h, 0) != ACL_SUCCESS) {
       state.SkipWithError("aclrtMapMem");
       break;
     }
-    aclrtUnmapMem(va);
+    aclrtUnmapMem(at);
   }
   state.SetItemsProcessed(state.iterations());
   aclrtReleaseMemAddress(va);
   aclrtFreePhysical(h);
 }
+
+// range(0): 0 maps device memory, 1 host memory; the reservation is exactly the mapping.
+void Acl_MapUnmap(benchmark::State& state) { map_unmap_loop(state, state.range(0) != 0, k2M); }
 BENCHMARK(Acl_MapUnmap)->Arg(0)->Arg(1);
+
 // Scaling: each thread maps and unmaps on its own reservation and handle. The library must add no
 // serialisation of its own, so its scaling is compared with the raw calls' scaling above.
-BENCHMARK(Acl_MapUnmap)->Arg(0)->Arg(1)->Threads(1)->Threads(2)->Threads(4)->UseRealTime();
+// range(1) places the threads' ranges. 1: each reservation is 32 MiB, so no two threads' mappings
+// have page-table words in one cache line (a line holds the words of 16 MiB, in emu's device page
+// table as in the core's pointer index); that is the row with the target, since the raw calls'
+// threads do not share one either (mmap writes no page-table entry). 0: 2 MiB reservations, which
+// the allocator places next to each other: both threads then write one line on every map and
+// unmap, as two CPUs do when they change neighbouring entries of one page table (info).
+void Acl_MapUnmapScaling(benchmark::State& state) {
+  map_unmap_loop(state, state.range(0) != 0, state.range(1) != 0 ? 16 * k2M : k2M);
+}
+BENCHMARK(Acl_MapUnmapScaling)
+    ->Args({0, 1})
+    ->Args({1, 1})
+    ->Args({0, 0})
+    ->Threads(1)
+    ->Threads(2)
+    ->Threads(4)
+    ->UseRealTime();
 
 double heap_bytes() {
   struct mallinfo2 mi = mallinfo2();

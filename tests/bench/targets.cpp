@@ -63,13 +63,16 @@ std::vector<Row> target_rows() {
                   {"Acl_ManagedPrefetchRoundTrip"}, {n("Raw_Memcpy", k64M), n("Raw_Memcpy", k64M)}, 0});
   const std::string raw = n("Raw_MapUnmap", k2M) + "/real_time/threads:";
   for (int host = 0; host <= 1; ++host) {
-    const std::string base = n("Acl_MapUnmap", host) + "/real_time/threads:";
+    const std::string base = n("Acl_MapUnmapScaling", host) + "/1/real_time/threads:";
     const std::string what = host ? "host" : "device";
     rows.push_back({"map/unmap scaling 1 -> 2 threads (" + what + ")", Check::kScalingAtLeast,
                     {base + "1", base + "2"}, {raw + "1", raw + "2"}, 0.9});
     rows.push_back({"map/unmap scaling 1 -> 4 threads (" + what + ")", Check::kScalingInfo,
                     {base + "1", base + "4"}, {raw + "1", raw + "4"}, 0.9});
   }
+  const std::string adjacent = n("Acl_MapUnmapScaling", 0) + "/0/real_time/threads:";
+  rows.push_back({"  1 -> 2 threads, adjacent 2 MiB reservations (device)", Check::kScalingInfo,
+                  {adjacent + "1", adjacent + "2"}, {raw + "1", raw + "2"}, 0});
   rows.push_back({"pointer queries 2 threads vs 1", Check::kSpeedupAtLeast,
                   {"Acl_PointerGetAttributesThreads/real_time/threads:1",
                    "Acl_PointerGetAttributesThreads/real_time/threads:2"},

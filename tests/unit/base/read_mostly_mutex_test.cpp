@@ -1,7 +1,8 @@
-// ReadMostlyMutex (base/read_mostly_mutex.h): one shared_mutex per reader slot, writers take every
-// slot. The tests prove exclusion and sharing with counters that the threads keep while they hold
-// the lock, not with timing, and run more threads than there are slots (slots are then shared by
-// several readers). The suite name matches the ThreadSanitizer stage ('Concurrency|Thread').
+// ReadMostlyMutex (base/read_mostly_mutex.h): one reader count per slot, a writer flag that makes
+// new readers stand back while the writer waits for the counts to drain. The tests prove exclusion
+// and sharing with counters that the threads keep while they hold the lock, not with timing, and
+// run more threads than there are slots (slots are then shared by several readers). The suite name
+// matches the ThreadSanitizer stage ('Concurrency|Thread').
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -131,6 +132,67 @@ TEST(ReadMostlyMutexConcurrency, WriterBlocksReadersOnEverySlot) {
   for (auto& t : readers) t.join();
   EXPECT_EQ(early.load(), 0);
   EXPECT_EQ(entered.load(), 2 * kSlots);
+}
+
+// A writer that finds a reader inside spins, then sleeps; the reader's unlock wakes it. Likewise a
+// writer behind another writer. Each waiter is held long past the spin, so it sleeps; a lost
+// wake-up would leave it asleep and the test at its deadline.
+TEST(ReadMostlyMutexConcurrency, SleepingWritersWakeWhenReadersAndWritersLeave) {
+  ReadMostlyMutex mu;
+  std::atomic<int> stage{0};
+  std::atomic<bool> writer_in{false};
+  std::thread reader([&] {
+    mu.lock_shared();
+    stage.store(1);
+    std::this_thread::sleep_for(std::chrono::milliseconds(30));
+    EXPECT_FALSE(writer_in.load()) << "a writer got in beside a reader";
+    mu.unlock_shared();
+  });
+  ASSERT_TRUE(wait_for([&] { return stage.load() == 1; }));
+  std::thread writer([&] {
+    mu.lock();  // sleeps until the reader leaves
+    writer_in.store(true);
+    std::this_thread::sleep_for(std::chrono::milliseconds(30));
+    writer_in.store(false);
+    mu.unlock();
+  });
+  ASSERT_TRUE(wait_for([&] { return writer_in.load(); }));
+  std::thread second_writer([&] {
+    mu.lock();  // sleeps until the first writer leaves
+    EXPECT_FALSE(writer_in.load()) << "two writers inside";
+    stage.store(2);
+    mu.unlock();
+  });
+  ASSERT_TRUE(wait_for([&] { return stage.load() == 2; }));
+  reader.join();
+  writer.join();
+  second_writer.join();
+  EXPECT_TRUE(mu.try_lock());
+  mu.unlock();
+}
+
+// Readers that stood back for a writer and went to sleep all get in when it leaves, while more
+// writers keep coming: none is left asleep, and no reader is ever inside with a writer.
+TEST(ReadMostlyMutexConcurrency, ReadersAndWritersAlternatingUnderSleepsLoseNoWakeUp) {
+  ReadMostlyMutex mu;
+  std::atomic<int> readers{0}, writers{0}, overlaps{0};
+  const int threads = 2 * kSlots, rounds = 200 / kScale;
+  run_threads(threads, [&](int id) {
+    for (int i = 0; i < rounds; ++i) {
+      if (id % 4 == 0) {
+        std::unique_lock<ReadMostlyMutex> lock(mu);
+        if (writers.fetch_add(1) != 0 || readers.load() != 0) overlaps.fetch_add(1);
+        std::this_thread::sleep_for(std::chrono::microseconds(200));  // readers sleep meanwhile
+        writers.fetch_sub(1);
+      } else {
+        std::shared_lock<ReadMostlyMutex> lock(mu);
+        readers.fetch_add(1);
+        if (writers.load() != 0) overlaps.fetch_add(1);
+        readers.fetch_sub(1);
+      }
+    }
+  });
+  EXPECT_EQ(overlaps.load(), 0);
 }
 
 // try_lock / try_lock_shared never block and report what they got.
