@@ -27,6 +27,7 @@ using DeviceIndex = int32_t;
 inline constexpr DeviceIndex kNoDevice = -1;
 inline constexpr int kMaxDevices = 64;  // peer masks and access tables are 64-bit
 
+inline constexpr uint64_t kKiB = uint64_t{1} << 10;
 inline constexpr uint64_t kMiB = uint64_t{1} << 20;
 inline constexpr uint64_t kGiB = uint64_t{1} << 30;
 

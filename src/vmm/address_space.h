@@ -21,16 +21,12 @@
 
 #include "base/read_mostly_mutex.h"
 #include "base/status.h"
+#include "base/units.h"
 #include "drivers/device_backend.h"
 #include "vmm/chunk_index.h"
 #include "vmm/physical.h"
 
 namespace aclvmm {
-
-inline constexpr uint64_t kMiB = 1ull << 20;
-inline constexpr uint64_t kGiB = 1ull << 30;
-inline constexpr uint64_t kTiB = 1ull << 40;
-inline constexpr uint64_t kChunk = 2 * kMiB;  // the device's mapping granule
 
 // Access flags of one mapping for every location: ACL values 0 (none), 1 (read), 3 (read-write).
 // One bit per device: the runtime has at most kMaxDevices; an id outside the masks has no access

@@ -17,7 +17,11 @@
 #include <atomic>
 #include <cstdint>
 
+#include "base/units.h"
+
 namespace aclvmm {
+
+inline constexpr uint64_t kChunk = 2 * kMiB;  // the device's mapping granule: one index word each
 
 struct ChunkEntry {
   enum Kind : uint32_t { kEmpty = 0, kDevice = 1, kHost = 2 };

@@ -15,7 +15,7 @@ namespace {
 
 using namespace aclvmm_test;
 
-constexpr size_t kN = 64 * 1024;  // bytes moved by each copy
+constexpr size_t kCopyBytes = 64 * 1024;  // bytes moved by each copy
 
 // Runs `op` with `device` current on this thread; device 0 is current again afterwards.
 aclError on_device(int device, const std::function<aclError()>& op) {
@@ -24,19 +24,23 @@ aclError on_device(int device, const std::function<aclError()>& op) {
   EXPECT_EQ(aclrtSetDevice(0), kOk);
   return rc;
 }
-// Copies and sets of kN bytes executed on `device`.
+// Copies and sets of kCopyBytes bytes executed on `device`.
 aclError read_on(int device, const void* src, std::string* out) {
-  out->assign(kN, '\0');
-  return on_device(device, [&] { return aclrtMemcpy(out->data(), kN, src, kN, ACL_MEMCPY_DEVICE_TO_HOST); });
+  out->assign(kCopyBytes, '\0');
+  return on_device(device, [&] {
+    return aclrtMemcpy(out->data(), kCopyBytes, src, kCopyBytes, ACL_MEMCPY_DEVICE_TO_HOST);
+  });
 }
 aclError write_on(int device, void* dst, const std::string& in) {
   return on_device(device, [&] { return put(dst, in); });
 }
 aclError memset_on(int device, void* dst, int value) {
-  return on_device(device, [&] { return aclrtMemset(dst, kN, value, kN); });
+  return on_device(device, [&] { return aclrtMemset(dst, kCopyBytes, value, kCopyBytes); });
 }
 aclError d2d_on(int device, void* dst, const void* src) {
-  return on_device(device, [&] { return aclrtMemcpy(dst, kN, src, kN, ACL_MEMCPY_DEVICE_TO_DEVICE); });
+  return on_device(device, [&] {
+    return aclrtMemcpy(dst, kCopyBytes, src, kCopyBytes, ACL_MEMCPY_DEVICE_TO_DEVICE);
+  });
 }
 
 // The 2 MiB device-0 mapping of MappedTest, holding `bytes_` (written by device 0).
@@ -45,7 +49,7 @@ class AccessDeviceTest : public MappedTest {
   void SetUp() override {
     MappedTest::SetUp();
     if (HasFatalFailure()) return;
-    bytes_ = pattern(kN, 1);
+    bytes_ = pattern(kCopyBytes, 1);
     ASSERT_EQ(write_on(0, va_, bytes_), kOk);
   }
   void TearDown() override {
@@ -70,15 +74,19 @@ using AccessVisibleDevicesTest = AclTest;
 TEST_F(AccessDeviceTest, OtherDeviceNeedsAGrant) {
   ASSERT_EQ(aclrtSetDevice(1), kOk);
   void* dev1_buf = nullptr;
-  ASSERT_EQ(aclrtMalloc(&dev1_buf, kN, ACL_MEM_MALLOC_HUGE_FIRST), kOk);
+  ASSERT_EQ(aclrtMalloc(&dev1_buf, kCopyBytes, ACL_MEM_MALLOC_HUGE_FIRST), kOk);
   ASSERT_EQ(aclrtSetDevice(0), kOk);
   struct Op {
     const char* name;
     std::function<aclError()> run;
   };
   const Op ops[] = {
-      {"D2H read on device 1", [&] { std::string s; return read_on(1, va_, &s); }},
-      {"H2D write on device 1", [&] { return write_on(1, va_, pattern(kN, 9)); }},
+      {"D2H read on device 1",
+       [&] {
+         std::string s;
+         return read_on(1, va_, &s);
+       }},
+      {"H2D write on device 1", [&] { return write_on(1, va_, pattern(kCopyBytes, 9)); }},
       {"memset on device 1", [&] { return memset_on(1, va_, 0x77); }},
       {"D2D to device-1 memory on device 1", [&] { return d2d_on(1, dev1_buf, va_); }},
       {"D2D from device-1 memory on device 1", [&] { return d2d_on(1, va_, dev1_buf); }},
@@ -120,13 +128,13 @@ TEST_F(AccessDeviceTest, GrantDowngradeRevokeForDevice1) {
       EXPECT_EQ(seen, bytes_);
     }
 
-    const std::string next = pattern(kN, ++seed);
+    const std::string next = pattern(kCopyBytes, ++seed);
     EXPECT_EQ(write_on(1, va_, next), s.write);
     if (s.write == kOk) bytes_ = next;
     EXPECT_EQ(contents(), bytes_);
 
     EXPECT_EQ(memset_on(1, va_, 0x3c), s.write);
-    if (s.write == kOk) bytes_.assign(kN, '\x3c');
+    if (s.write == kOk) bytes_.assign(kCopyBytes, '\x3c');
     EXPECT_EQ(contents(), bytes_);
   }
 }
@@ -152,9 +160,9 @@ TEST_F(AccessDeviceTest, OwnerCanBeDowngraded) {
     if (s.read == kOk) {
       EXPECT_EQ(seen, bytes_);
     }
-    EXPECT_EQ(write_on(0, va_, pattern(kN, 5)), s.write);
+    EXPECT_EQ(write_on(0, va_, pattern(kCopyBytes, 5)), s.write);
     EXPECT_EQ(memset_on(0, va_, 0), s.write);
-    if (s.write == kOk) bytes_.assign(kN, '\0');
+    if (s.write == kOk) bytes_.assign(kCopyBytes, '\0');
   }
   EXPECT_EQ(contents(), bytes_);
 }
@@ -185,11 +193,13 @@ TEST_F(AccessDeviceTest, AsyncCopyOnOtherDeviceFailsAtSynchronisation) {
   ASSERT_EQ(aclrtSetDevice(1), kOk);
   aclrtStream s = nullptr;
   ASSERT_EQ(aclrtCreateStream(&s), kOk);
-  std::string out(kN, '\0');
-  EXPECT_EQ(aclrtMemcpyAsync(out.data(), kN, va_, kN, ACL_MEMCPY_DEVICE_TO_HOST, s), kOk);
+  std::string out(kCopyBytes, '\0');
+  EXPECT_EQ(aclrtMemcpyAsync(out.data(), kCopyBytes, va_, kCopyBytes, ACL_MEMCPY_DEVICE_TO_HOST, s),
+            kOk);
   EXPECT_EQ(aclrtSynchronizeStream(s), kDrv);
   ASSERT_EQ(set1(va_, k2M, kRead, dev(1)), kOk);
-  EXPECT_EQ(aclrtMemcpyAsync(out.data(), kN, va_, kN, ACL_MEMCPY_DEVICE_TO_HOST, s), kOk);
+  EXPECT_EQ(aclrtMemcpyAsync(out.data(), kCopyBytes, va_, kCopyBytes, ACL_MEMCPY_DEVICE_TO_HOST, s),
+            kOk);
   EXPECT_EQ(aclrtSynchronizeStream(s), kOk);
   EXPECT_EQ(out, bytes_);
   EXPECT_EQ(aclrtDestroyStream(s), kOk);
@@ -200,23 +210,23 @@ TEST_F(AccessDeviceTest, AsyncCopyOnOtherDeviceFailsAtSynchronisation) {
 // access to device 0 (§13); disabling it again closes the path. Peer access is one-way.
 TEST_F(AccessMemcpyTest, MallocMemoryNeedsPeerAccess) {
   void* p = nullptr;
-  ASSERT_EQ(aclrtMalloc(&p, kN, ACL_MEM_MALLOC_HUGE_FIRST), kOk);
-  const std::string in = pattern(kN, 4);
+  ASSERT_EQ(aclrtMalloc(&p, kCopyBytes, ACL_MEM_MALLOC_HUGE_FIRST), kOk);
+  const std::string in = pattern(kCopyBytes, 4);
   ASSERT_EQ(write_on(0, p, in), kOk);
 
   std::string seen;
   EXPECT_EQ(read_on(1, p, &seen), kDrv);
-  EXPECT_EQ(write_on(1, p, pattern(kN, 6)), kDrv);
+  EXPECT_EQ(write_on(1, p, pattern(kCopyBytes, 6)), kDrv);
 
   ASSERT_EQ(aclrtSetDevice(1), kOk);
   ASSERT_EQ(aclrtDeviceEnablePeerAccess(0, 0), kOk);
   void* q = nullptr;  // device-1 memory
-  ASSERT_EQ(aclrtMalloc(&q, kN, ACL_MEM_MALLOC_HUGE_FIRST), kOk);
+  ASSERT_EQ(aclrtMalloc(&q, kCopyBytes, ACL_MEM_MALLOC_HUGE_FIRST), kOk);
   ASSERT_EQ(aclrtSetDevice(0), kOk);
 
   EXPECT_EQ(read_on(1, p, &seen), kOk);
   EXPECT_EQ(seen, in);
-  const std::string next = pattern(kN, 7);
+  const std::string next = pattern(kCopyBytes, 7);
   EXPECT_EQ(write_on(1, p, next), kOk);
   EXPECT_EQ(read_on(0, p, &seen), kOk);
   EXPECT_EQ(seen, next);
@@ -246,7 +256,7 @@ TEST_F(AccessVisibleDevicesTest, LocationIdsAreDriverIds) {
   ASSERT_EQ(aclrtMapMem(va, k2M, 0, h, 0), kOk);
   EXPECT_EQ(access_of(va, dev(2)), kRW);
   EXPECT_EQ(access_of(va, dev(0)), kNone);
-  const std::string in = pattern(kN, 3);
+  const std::string in = pattern(kCopyBytes, 3);
   ASSERT_EQ(write_on(0, va, in), kOk);
   std::string seen;
   EXPECT_EQ(read_on(1, va, &seen), kDrv);

@@ -22,7 +22,7 @@
 namespace aclvmm_test {
 namespace {
 
-constexpr size_t kN = 64 * 1024;  // bytes each row tries to write
+constexpr size_t kRowBytes = 64 * 1024;  // bytes each row tries to write
 
 // One write attempt: an emulated kernel's aclvmmKernelWrite of `n` bytes.
 struct KernelWrite {
@@ -55,16 +55,16 @@ class AccessReadOnlyHostTest : public AclTest {
     h2d(ro_, old_ro_);
     ASSERT_EQ(set1(ro_, k2M, kRead, host()), kOk);
     ASSERT_EQ(aclrtCreateStream(&stream_), kOk);
-    ASSERT_EQ(aclrtMalloc(&dev_, kN, ACL_MEM_MALLOC_HUGE_FIRST), kOk);
+    ASSERT_EQ(aclrtMalloc(&dev_, kRowBytes, ACL_MEM_MALLOC_HUGE_FIRST), kOk);
     h2d(dev_, incoming_);
-    ASSERT_EQ(aclrtMallocHost(&pinned_, kN), kOk);
-    std::memcpy(pinned_, incoming_.data(), kN);
+    ASSERT_EQ(aclrtMallocHost(&pinned_, kRowBytes), kOk);
+    std::memcpy(pinned_, incoming_.data(), kRowBytes);
     vmm_dev_ = reserve(k2M);
     dev_h_ = make_handle();
     ASSERT_EQ(aclrtMapMem(vmm_dev_, k2M, 0, dev_h_, 0), kOk);
     h2d(vmm_dev_, incoming_);
     ASSERT_EQ(aclrtMemAllocManaged(&managed_, k2M, ACL_RT_MEM_ATTACH_GLOBAL), kOk);
-    std::memcpy(managed_, incoming_.data(), kN);
+    std::memcpy(managed_, incoming_.data(), kRowBytes);
   }
   void TearDown() override {
     EXPECT_EQ(aclrtFree(managed_), kOk);
@@ -93,10 +93,10 @@ class AccessReadOnlyHostTest : public AclTest {
     EXPECT_EQ(access_of(rw_, host()), kRW);
   }
   aclError copy_in(void* dst, const void* src, aclrtMemcpyKind kind) {
-    return aclrtMemcpy(dst, kN, src, kN, kind);
+    return aclrtMemcpy(dst, kRowBytes, src, kRowBytes, kind);
   }
   aclError copy_in_async(const void* src, aclrtMemcpyKind kind) {
-    const aclError rc = aclrtMemcpyAsync(ro_, kN, src, kN, kind, stream_);
+    const aclError rc = aclrtMemcpyAsync(ro_, kRowBytes, src, kRowBytes, kind, stream_);
     return rc != kOk ? rc : aclrtSynchronizeStream(stream_);
   }
 
@@ -111,8 +111,8 @@ class AccessReadOnlyHostTest : public AclTest {
   aclrtDrvMemHandle dev_h_ = nullptr;
   void* managed_ = nullptr;
   const std::string old_rw_ = pattern(k2M, 1), old_ro_ = pattern(k2M, 2);
-  const std::string incoming_ = pattern(kN, 3);
-  std::string plain_ = pattern(kN, 3);  // plain process memory
+  const std::string incoming_ = pattern(kRowBytes, 3);
+  std::string plain_ = pattern(kRowBytes, 3);  // plain process memory
 };
 
 // Every way of writing the READ mapping: 507899, bytes and rights unchanged.
@@ -139,9 +139,9 @@ TEST_F(AccessReadOnlyHostTest, EveryWriteIsRefusedAndChangesNothing) {
       {"memcpy from the READWRITE host mapping, HOST_TO_HOST",
        [&] { return copy_in(ro_, rw_, ACL_MEMCPY_HOST_TO_HOST); }},
       {"memcpy within the READ mapping (the source is readable)",
-       [&] { return copy_in(ro_ + kN, ro_, ACL_MEMCPY_HOST_TO_HOST); }},
+       [&] { return copy_in(ro_ + kRowBytes, ro_, ACL_MEMCPY_HOST_TO_HOST); }},
       {"memcpy across both mappings: nothing of the READWRITE part is written either",
-       [&] { return copy_in(ro_ - kN / 2, plain_.data(), ACL_MEMCPY_HOST_TO_HOST); }},
+       [&] { return copy_in(ro_ - kRowBytes / 2, plain_.data(), ACL_MEMCPY_HOST_TO_HOST); }},
       {"memcpy with no current context (a thread that never set a device)",
        [&] {
          aclError rc = -1;
@@ -168,17 +168,18 @@ TEST_F(AccessReadOnlyHostTest, EveryWriteIsRefusedAndChangesNothing) {
        [&] { return copy_in_async(dev_, ACL_MEMCPY_DEVICE_TO_HOST); }},
       {"memcpyAsync from plain host memory + synchronize",
        [&] { return copy_in_async(plain_.data(), ACL_MEMCPY_HOST_TO_HOST); }},
-      {"memset", [&] { return aclrtMemset(ro_, kN, 0x5a, kN); }},
+      {"memset", [&] { return aclrtMemset(ro_, kRowBytes, 0x5a, kRowBytes); }},
       {"memset of zeros (would punch a hole)", [&] { return aclrtMemset(ro_, k2M, 0, k2M); }},
-      {"memset across both mappings", [&] { return aclrtMemset(ro_ - kN / 2, kN, 0x5a, kN); }},
+      {"memset across both mappings",
+       [&] { return aclrtMemset(ro_ - kRowBytes / 2, kRowBytes, 0x5a, kRowBytes); }},
       {"memsetAsync + synchronize",
        [&] {
-         const aclError rc = aclrtMemsetAsync(ro_, kN, 0x5a, kN, stream_);
+         const aclError rc = aclrtMemsetAsync(ro_, kRowBytes, 0x5a, kRowBytes, stream_);
          return rc != kOk ? rc : aclrtSynchronizeStream(stream_);
        }},
       {"aclvmmKernelWrite in an emulated kernel",
        [&] {
-         KernelWrite w{ro_, plain_.data(), kN};
+         KernelWrite w{ro_, plain_.data(), kRowBytes};
          EXPECT_EQ(aclvmmLaunchKernel(stream_, kernel_write, &w), kOk);
          const aclError sync = aclrtSynchronizeStream(stream_);
          EXPECT_EQ(w.rc, kDrv) << "aclvmmKernelWrite itself";
@@ -199,22 +200,23 @@ TEST_F(AccessReadOnlyHostTest, EveryWriteIsRefusedAndChangesNothing) {
 // Control rows: the READ mapping is still readable by every kind of copy, and the same writes
 // succeed once READWRITE is granted back (so the refusals above are the rights, not the address).
 TEST_F(AccessReadOnlyHostTest, ReadsWorkAndWritesWorkAgainAfterReadWrite) {
-  std::string out(kN, '\0');
-  EXPECT_EQ(aclrtMemcpy(&out[0], kN, ro_, kN, ACL_MEMCPY_DEVICE_TO_HOST), kOk);
-  EXPECT_EQ(out, old_ro_.substr(0, kN));
-  EXPECT_EQ(aclrtMemcpy(dev_, kN, ro_, kN, ACL_MEMCPY_HOST_TO_DEVICE), kOk);
-  EXPECT_EQ(get(dev_, kN), old_ro_.substr(0, kN));
+  std::string out(kRowBytes, '\0');
+  EXPECT_EQ(aclrtMemcpy(&out[0], kRowBytes, ro_, kRowBytes, ACL_MEMCPY_DEVICE_TO_HOST), kOk);
+  EXPECT_EQ(out, old_ro_.substr(0, kRowBytes));
+  EXPECT_EQ(aclrtMemcpy(dev_, kRowBytes, ro_, kRowBytes, ACL_MEMCPY_HOST_TO_DEVICE), kOk);
+  EXPECT_EQ(get(dev_, kRowBytes), old_ro_.substr(0, kRowBytes));
   expect_unchanged();
 
   ASSERT_EQ(set1(ro_, k2M, kRW, host()), kOk);
   EXPECT_EQ(copy_in(ro_, dev_, ACL_MEMCPY_DEVICE_TO_HOST), kOk);
-  EXPECT_EQ(std::string(ro_, kN), old_ro_.substr(0, kN)) << "dev_ held the READ mapping's bytes";
+  EXPECT_EQ(std::string(ro_, kRowBytes), old_ro_.substr(0, kRowBytes))
+      << "dev_ held the READ mapping's bytes";
   EXPECT_EQ(copy_in(ro_, plain_.data(), ACL_MEMCPY_HOST_TO_HOST), kOk);
-  EXPECT_EQ(std::string(ro_, kN), incoming_);
+  EXPECT_EQ(std::string(ro_, kRowBytes), incoming_);
   EXPECT_EQ(copy_in_async(pinned_, ACL_MEMCPY_HOST_TO_HOST), kOk);
-  EXPECT_EQ(aclrtMemset(ro_ + kN, kN, 0x5a, kN), kOk);
-  EXPECT_TRUE(all_bytes(std::string(ro_ + kN, kN), 0x5a));
-  EXPECT_EQ(std::string(ro_, kN), incoming_);
+  EXPECT_EQ(aclrtMemset(ro_ + kRowBytes, kRowBytes, 0x5a, kRowBytes), kOk);
+  EXPECT_TRUE(all_bytes(std::string(ro_ + kRowBytes, kRowBytes), 0x5a));
+  EXPECT_EQ(std::string(ro_, kRowBytes), incoming_);
 }
 
 }  // namespace

@@ -191,7 +191,6 @@ TEST_F(ForkInherited, ValuesGiveTheCodesOfStaleValues) {
   EXPECT_EQ(aclrtFree(h.managed), kOk);
 }
 
-}  // namespace
 // The parent's exports and imports are not the child's: its statistics count none of them, and its
 // own import of the same export is a new record (before, the parent's import records stayed in the
 // child and were counted in live.imports).
@@ -225,4 +224,5 @@ TEST_F(ForkInherited, ChildCountsNoExportOrImportOfTheParent) {
   EXPECT_EQ(aclrtFreePhysical(exported), kOk);
 }
 
+}  // namespace
 }  // namespace aclvmm_test

@@ -140,14 +140,14 @@ TEST_F(ManagedMigrationTest, CopyBetweenManagedRangesMigratesBothSides) {
   EXPECT_EQ(aclrtFree(b), kOk);
 }
 
-struct KernelArgs {
+struct FillArgs {
   char* dst;
   size_t n;
   char value;
   aclError rc;
 };
 void fill_kernel(aclvmmKernelContext* ctx, void* raw) {
-  auto* a = static_cast<KernelArgs*>(raw);
+  auto* a = static_cast<FillArgs*>(raw);
   std::string buf(a->n, a->value);
   a->rc = aclvmmKernelWrite(ctx, a->dst, buf.data(), a->n);
 }
@@ -160,7 +160,7 @@ TEST_F(ManagedMigrationTest, EmulatedKernelWritesMigrateAndTheCpuSeesThem) {
   aclrtStream s = nullptr;
   ASSERT_EQ(aclrtCreateStream(&s), kOk);
   ManagedDelta d;
-  KernelArgs args{p + k2M - 10, 20, 0x42, -1};
+  FillArgs args{p + k2M - 10, 20, 0x42, -1};
   ASSERT_EQ(aclvmmLaunchKernel(s, fill_kernel, &args), kOk);
   ASSERT_EQ(aclrtSynchronizeStream(s), kOk);
   EXPECT_EQ(args.rc, kOk);

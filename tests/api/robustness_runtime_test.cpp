@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "api/managed_util.h"
 #include "api/robustness_util.h"
 #include "api/test_env.h"
 
@@ -36,12 +37,6 @@ aclError async_then_sync(const std::function<aclError(aclrtStream)>& fn) {
   aclError sync = aclrtSynchronizeStream(s);
   (void)aclrtDestroyStream(s);
   return e != ACL_SUCCESS ? e : sync;
-}
-aclrtMemManagedLocation mloc(int type, int id) {
-  aclrtMemManagedLocation l{};
-  store_raw(l.type, type);  // 7 is no aclrtMemManagedLocationType value
-  l.id = id;
-  return l;
 }
 aclError batch(const void* p0, const void* p1, size_t count, size_t* idxs, size_t nlocs,
                aclrtMemManagedLocation loc = mloc(ACL_MEM_LOCATIONTYPE_DEVICE, 0), uint64_t flags = 0,

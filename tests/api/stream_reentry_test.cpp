@@ -129,7 +129,7 @@ struct Written {
   char* dst = nullptr;
   char value = 0;
 };
-void write_kernel(aclvmmKernelContext* ctx, void* raw) {
+void write_page_kernel(aclvmmKernelContext* ctx, void* raw) {
   auto* w = static_cast<Written*>(raw);
   const std::string bytes(4096, w->value);
   (void)aclvmmKernelWrite(ctx, w->dst, bytes.data(), bytes.size());
@@ -158,7 +158,7 @@ void allowed_kernel(aclvmmKernelContext*, void* raw) {
   rcs.push_back(all_bytes(std::string(host, sizeof host), 0x31) ? kOk : -3);
   rcs.push_back(aclrtFree(p));
   a->second_kernel = {a->a, 0x32};
-  rcs.push_back(aclvmmLaunchKernel(a->own, write_kernel, &a->second_kernel));
+  rcs.push_back(aclvmmLaunchKernel(a->own, write_page_kernel, &a->second_kernel));
   rcs.push_back(aclrtMemcpyAsync(a->b, 4096, a->b_bytes.data(), 4096, ACL_MEMCPY_HOST_TO_DEVICE,
                                  a->other));
   rcs.push_back(aclrtMemsetAsync(a->c, 4096, 0x33, 4096, nullptr));

@@ -4,8 +4,6 @@
 
 #include <gtest/gtest.h>
 #include <signal.h>
-#include <sys/resource.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -19,6 +17,7 @@
 
 #include "acl/acl.h"
 #include "aclvmm/aclvmm.h"
+#include "unit/testing/fault_signals.h"
 
 namespace aclvmm_test {
 
@@ -270,22 +269,8 @@ inline ChildResult run_in_child(const std::function<int()>& fn) {
   return wait_child(pid);
 }
 
-// In a child about to touch memory that may fault: SIGSEGV / SIGBUS get their default action, so
-// the fault kills the child with that signal. Sanitizers install their own handlers (ASan reports
-// and exits instead) and intercept sigaction(), hence the raw system call; core dumps are off so
-// the expected crash leaves no core file.
-inline void reset_fault_signals_for_child() {
-  struct KernelSigaction {  // the kernel's struct sigaction; everything but the handler stays 0
-    void (*handler)(int);
-    unsigned long flags;
-    void (*restorer)();
-    unsigned long mask;
-  } sa{};
-  sa.handler = SIG_DFL;
-  for (int sig : {SIGSEGV, SIGBUS}) syscall(SYS_rt_sigaction, sig, &sa, nullptr, sizeof sa.mask);
-  struct rlimit no_core = {0, 0};
-  setrlimit(RLIMIT_CORE, &no_core);
-}
+// In a child about to touch memory that may fault (unit/testing/fault_signals.h).
+using aclvmm::testing::reset_fault_signals_for_child;
 // Runs a CPU access in a child: .signal is SIGSEGV when it faulted, else .exit_code is touch's.
 inline ChildResult run_cpu_access(const std::function<int()>& touch) {
   return run_in_child([&] {

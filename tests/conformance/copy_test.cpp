@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "conformance/harness.h"
+#include "unit/testing/endpoints.h"
 
 namespace aclvmm::conformance {
 namespace {
@@ -32,10 +33,8 @@ using Side = CopyOutcome::Side;
 
 constexpr uint64_t kHalf = 36 * kMiB;  // each of the two objects behind the device range
 
-CopyEndpoint mapped(uint64_t va) { return CopyEndpoint{va, EndpointKind::kMapped}; }
-CopyEndpoint host(const void* p) {
-  return CopyEndpoint{reinterpret_cast<uint64_t>(p), EndpointKind::kHostMemory};
-}
+using testing::host;
+using testing::mapped;
 Executor on(dev::DeviceIndex d, uint64_t peers = 0) { return Executor{d, peers}; }
 
 std::vector<uint8_t> pattern(size_t n, uint8_t seed) {

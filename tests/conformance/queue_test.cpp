@@ -17,6 +17,7 @@
 
 #include "conformance/harness.h"
 #include "drivers/injection_steps.h"
+#include "unit/testing/endpoints.h"
 #include "unit/testing/one_shot_gate.h"
 
 namespace aclvmm::conformance {
@@ -36,7 +37,7 @@ using dev::QueueConfig;
 using dev::QueueId;
 using dev::Result;
 
-constexpr uint64_t kSize = 4 * kMiB;
+constexpr uint64_t kQueueSize = 4 * kMiB;
 
 // Waits give up after a minute, so that a broken backend fails the case instead of stalling.
 class Gate {
@@ -73,10 +74,8 @@ Command host_task(Record* r) {
   return c;
 }
 
-CopyEndpoint mapped(uint64_t va) { return CopyEndpoint{va, EndpointKind::kMapped}; }
-CopyEndpoint host(const void* p) {
-  return CopyEndpoint{reinterpret_cast<uint64_t>(p), EndpointKind::kHostMemory};
-}
+using testing::host;
+using testing::mapped;
 
 Command copy(CopyEndpoint dst, CopyEndpoint src, uint64_t n, Record* r) {
   Command c;
@@ -93,15 +92,15 @@ class QueueConformance : public BackendTest {
     if (HasFatalFailure()) return;
     va_ = harness().reserve_va(kGiB);
     ASSERT_NE(va_, 0u);
-    mem_ = create(Location::device(0), 2 * kSize);
+    mem_ = create(Location::device(0), 2 * kQueueSize);
     ASSERT_TRUE(
-        be().mmu().map(va_, 2 * kSize, mem_, 0, dev::InitialAccess::kOwnerReadWrite).ok());
+        be().mmu().map(va_, 2 * kQueueSize, mem_, 0, dev::InitialAccess::kOwnerReadWrite).ok());
     mapped_ = true;
   }
   void TearDown() override {
     if (backend_) {
       if (queue_) be().copy_engine().destroy_queue(queue_);
-      if (mapped_) (void)be().mmu().unmap(va_, 2 * kSize);
+      if (mapped_) (void)be().mmu().unmap(va_, 2 * kQueueSize);
       if (mem_) (void)be().physical().release(mem_);
     }
     BackendTest::TearDown();
@@ -136,7 +135,7 @@ TEST_P(QueueConformance, C19_ACopyQueuedBeforeAnUnmapFailsWhenItRuns) {
   std::vector<uint8_t> out(4096, 0);
   (void)submit(host_task(&blocker));
   const Fence f = submit(copy(host(out.data()), mapped(va_ + 8192), out.size(), &copied));
-  ASSERT_TRUE(be().mmu().unmap(va_, 2 * kSize).ok());
+  ASSERT_TRUE(be().mmu().unmap(va_, 2 * kQueueSize).ok());
   mapped_ = false;
   release.open();
   wait(f);
@@ -150,7 +149,7 @@ TEST_P(QueueConformance, C19_ACopyQueuedBeforeAnUnmapFailsWhenItRuns) {
 // completed() never falls and has reached a fence once wait() returns.
 TEST_P(QueueConformance, C22_CommandsRunInOrderAndFencesRise) {
   make_queue();
-  std::vector<uint8_t> in(kSize), out(kSize, 0);
+  std::vector<uint8_t> in(kQueueSize), out(kQueueSize, 0);
   for (size_t i = 0; i < in.size(); ++i) in[i] = static_cast<uint8_t>(i * 7 + i / 4096);
   Record r[3];
   std::atomic<bool> stop{false};
@@ -165,9 +164,9 @@ TEST_P(QueueConformance, C22_CommandsRunInOrderAndFencesRise) {
   });
   std::vector<Fence> fences;
   for (int round = 0; round < 20; ++round) {
-    fences.push_back(submit(copy(mapped(va_), host(in.data()), kSize, &r[0])));
-    fences.push_back(submit(copy(mapped(va_ + kSize), mapped(va_), kSize, &r[1])));
-    fences.push_back(submit(copy(host(out.data()), mapped(va_ + kSize), kSize, &r[2])));
+    fences.push_back(submit(copy(mapped(va_), host(in.data()), kQueueSize, &r[0])));
+    fences.push_back(submit(copy(mapped(va_ + kQueueSize), mapped(va_), kQueueSize, &r[1])));
+    fences.push_back(submit(copy(host(out.data()), mapped(va_ + kQueueSize), kQueueSize, &r[2])));
     wait(fences.back());
     EXPECT_GE(be().copy_engine().completed(queue_), fences.back());
     ASSERT_EQ(out, in) << "round " << round;

@@ -15,7 +15,7 @@ using dev::Location;
 using dev::PhysicalId;
 using dev::ShareToken;
 
-constexpr uint64_t kSize = 2 * kMiB;
+constexpr uint64_t kShareSize = 2 * kMiB;
 
 class SharingConformance : public BackendTest {
  protected:
@@ -34,10 +34,10 @@ class SharingConformance : public BackendTest {
     PhysicalId id;
     EXPECT_TRUE(be().physical()
                     .create(dev::PhysicalSpec{Location::device(device), dev::PageType::kHuge,
-                                              dev::MemType::kHbm, kSize},
+                                              dev::MemType::kHbm, kShareSize},
                             &id)
                     .ok());
-    std::vector<uint8_t> bytes(kSize, value);
+    std::vector<uint8_t> bytes(kShareSize, value);
     EXPECT_TRUE(harness().write_physical(id, 0, bytes.data(), bytes.size()).ok());
     held_.push_back(id);
     return id;
@@ -104,7 +104,7 @@ TEST_P(SharingConformance, C29_WhitelistAdmitsAndBytesAreShared) {
   ASSERT_TRUE(be().sharing().set_pids(token, &pid, 1).ok());
   ASSERT_TRUE(p->import(token, 0).ok());
   EXPECT_EQ(byte_at(*p, 0), 0x29);
-  EXPECT_EQ(byte_at(*p, kSize - 1), 0x29);
+  EXPECT_EQ(byte_at(*p, kShareSize - 1), 0x29);
   ASSERT_TRUE(p->fill(4096, 16, 0x5a).ok());
   uint8_t seen[16];
   ASSERT_TRUE(harness().read_physical(id, 4096, seen, sizeof seen).ok());
@@ -199,7 +199,7 @@ TEST_P(SharingConformance, C34_OwnExportOnlyOntoAnotherDevice) {
   held_.push_back(imported.memory);
   EXPECT_EQ(imported.exporter_device, 1);
   EXPECT_EQ(imported.properties.location, Location::device(1));
-  EXPECT_EQ(imported.properties.size, kSize);
+  EXPECT_EQ(imported.properties.size, kShareSize);
   EXPECT_TRUE(imported.properties.imported);
   const uint8_t mark = 0xc4;
   ASSERT_TRUE(harness().write_physical(id, 999, &mark, 1).ok());
@@ -241,7 +241,7 @@ TEST_P(SharingConformance, C36_ExporterGoneIsBadAddress) {
   auto p = peer();
   ASSERT_NE(p, nullptr);
   ShareToken token;
-  ASSERT_TRUE(p->export_new(0, kSize, 0x36, harness().own_pid(), &token).ok());
+  ASSERT_TRUE(p->export_new(0, kShareSize, 0x36, harness().own_pid(), &token).ok());
   dev::ImportedMemory imported;
   ASSERT_TRUE(be().sharing().import_memory(token, 0, &imported).ok()) << "while it lives";
   held_.push_back(imported.memory);

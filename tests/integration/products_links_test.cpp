@@ -11,7 +11,7 @@ namespace {
 
 using namespace aclvmm_itest;
 
-constexpr const char* kA3 = "Ascend910_9391";
+constexpr const char* kA3Soc = "Ascend910_9391";
 constexpr const char* k950 = "Ascend950PR_9599";
 
 // The "links" counters of the statistics: mappings made over each route.
@@ -73,7 +73,7 @@ using LinksTest = SocRuntime;
 // §11 + decisions: a route set on a local handle applies to the mappings made afterwards, may be
 // changed while the handle is mapped, and a link the product lacks (207021) changes nothing.
 TEST_F(LinksTest, SetLinkRoutesLaterMappingsOfALocalHandle) {
-  start(kA3);
+  start(kA3Soc);
   const Links before = links();
   ASSERT_NE(before.sio, -1) << "the statistics have no \"links\" object";
   aclrtDrvMemHandle h = make_handle(k2M);
@@ -110,7 +110,7 @@ TEST_F(LinksTest, SetLinkRoutesLaterMappingsOfALocalHandle) {
 // Decisions: SetLink accepts imported handles, and the exporter's own handle keeps its route.
 // The import is in the exporting process onto another device ("allowed").
 TEST_F(LinksTest, SetLinkAppliesToAnImportedHandle) {
-  start(kA3);
+  start(kA3Soc);
   aclrtDrvMemHandle h = make_handle(k2M);
   void* va0 = reserve(4 * kMiB);
   ASSERT_EQ(aclrtMapMem(va0, k2M, 0, h, 0), kOk);
@@ -173,7 +173,7 @@ TEST_F(LinksTest, UbLinksOn950) {
 class SelectedLinkTest : public SocRuntime {
  protected:
   void SetUp() override {
-    start(kA3);
+    start(kA3Soc);
     if (HasFatalFailure()) return;
     src_ = reserve(10 * kMiB);  // the last 2 MiB stay unmapped
     for (size_t i = 0; i < 3; ++i) {
@@ -328,8 +328,9 @@ struct NoAccessCase {
   bool refused_over_pcie;
 };
 const NoAccessCase kNoAccessCases[] = {
-    {k950, "950", true},       {kA3, "A3", true},          {"Ascend910B1", "A2", true},
-    {"Ascend310B1", "EDGE", false}, {"Ascend310P3", "INF", false}, {"Ascend910A", "TRAIN", false},
+    {k950, "950", true},           {kA3Soc, "A3", true},
+    {"Ascend910B1", "A2", true},   {"Ascend310B1", "EDGE", false},
+    {"Ascend310P3", "INF", false}, {"Ascend910A", "TRAIN", false},
 };
 void PrintTo(const NoAccessCase& c, std::ostream* os) { *os << c.soc; }
 

@@ -245,7 +245,7 @@ aclError map_no_access(Probe& p) {
 const char* const kSoc[] = {"Ascend950PR_9599", "Ascend910_9391", "Ascend910B1",
                             "Ascend310B1",      "Ascend310P3",    "Ascend910A"};
 const char* const kFamily[] = {"F950", "A3", "A2", "EDGE", "INF", "TRAIN"};
-constexpr int kFamilies = 6;
+constexpr int kFamilyCount = 6;
 
 constexpr aclError Y = kOk;
 constexpr aclError N = kNotSupported;      // the family lacks the call
@@ -254,7 +254,7 @@ constexpr aclError L = kLinkNotSupported;  // the family has the call but not th
 struct Row {
   const char* id;
   aclError (*probe)(Probe&);
-  aclError expected[kFamilies];  // 950, A3, A2, EDGE, INF, TRAIN
+  aclError expected[kFamilyCount];  // 950, A3, A2, EDGE, INF, TRAIN
   bool pcie;                     // run with ACLVMM_INTERCONNECT=pcie
 };
 
@@ -376,7 +376,8 @@ TEST_P(ApiByFamily, Code) {
 }
 
 INSTANTIATE_TEST_SUITE_P(ProductsMatrix, ApiByFamily,
-                         ::testing::Combine(::testing::Range(0, kFamilies), ::testing::ValuesIn(kRows)),
+                         ::testing::Combine(::testing::Range(0, kFamilyCount),
+                                            ::testing::ValuesIn(kRows)),
                          [](const ::testing::TestParamInfo<std::tuple<int, Row>>& info) {
                            return std::string(kFamily[std::get<0>(info.param)]) + "_" +
                                   std::get<1>(info.param).id;

@@ -63,32 +63,41 @@ const bool kNuma = numa_available() >= 0;
 const aclError kNumaOk = kNuma ? kOk : kNotSupported;
 const aclError kNumaQuirk = kNuma ? kDrv : kNotSupported;
 
-struct Row {
+struct QuirkCase {
   const char* name;
   // The call under test; it returns an aclError, or where the name says so a value it read.
   std::function<int(Scene&)> call;
   int standard;  // ACLVMM_QUIRKS unset / none
   int vendor;    // ACLVMM_QUIRKS=vendor
 };
-void PrintTo(const Row& r, std::ostream* os) { *os << r.name; }
+void PrintTo(const QuirkCase& r, std::ostream* os) { *os << r.name; }
 
-const Row kRows[] = {
+const QuirkCase kQuirkCases[] = {
     // Table: aclrtMemMapNoAccess works / 207000 (after the ACL checks).
     {"MemMapNoAccess, device handle",
-     [](Scene& s) { return aclrtMemMapNoAccess(s.free_va, k2M, 0, s.spare, 0); }, kOk, kNotSupported},
+     [](Scene& s) { return aclrtMemMapNoAccess(s.free_va, k2M, 0, s.spare, 0); }, kOk,
+     kNotSupported},
     {"MemMapNoAccess, host handle",
-     [](Scene& s) { return aclrtMemMapNoAccess(s.host_va, k2M, 0, s.host, 0); }, kOk, kNotSupported},
+     [](Scene& s) { return aclrtMemMapNoAccess(s.host_va, k2M, 0, s.host, 0); }, kOk,
+     kNotSupported},
     {"MemMapNoAccess, size 0 (ACL layer first)",
      [](Scene& s) { return aclrtMemMapNoAccess(s.free_va, 0, 0, s.spare, 0); }, kParam, kParam},
-    {"MapMem, device handle", [](Scene& s) { return aclrtMapMem(s.free_va, k2M, 0, s.spare, 0); }, kOk, kOk},
+    {"MapMem, device handle", [](Scene& s) { return aclrtMapMem(s.free_va, k2M, 0, s.spare, 0); },
+     kOk, kOk},
 
     // Table and §8: NONE / READ → 207000; READWRITE works; the owner's entries are skipped.
-    {"SetAccess NONE for device 1", [](Scene& s) { return set1(s.va, k2M, kNone, dev(1)); }, kOk, kNotSupported},
-    {"SetAccess READ for device 1", [](Scene& s) { return set1(s.va, k2M, kRead, dev(1)); }, kOk, kNotSupported},
-    {"SetAccess READ for HOST", [](Scene& s) { return set1(s.va, k2M, kRead, host()); }, kOk, kNotSupported},
-    {"SetAccess NONE for the owner", [](Scene& s) { return set1(s.va, k2M, kNone, dev(0)); }, kOk, kNotSupported},
-    {"SetAccess READWRITE for device 1", [](Scene& s) { return set1(s.va, k2M, kRW, dev(1)); }, kOk, kOk},
-    {"SetAccess READWRITE for HOST", [](Scene& s) { return set1(s.va, k2M, kRW, host()); }, kOk, kOk},
+    {"SetAccess NONE for device 1", [](Scene& s) { return set1(s.va, k2M, kNone, dev(1)); }, kOk,
+     kNotSupported},
+    {"SetAccess READ for device 1", [](Scene& s) { return set1(s.va, k2M, kRead, dev(1)); }, kOk,
+     kNotSupported},
+    {"SetAccess READ for HOST", [](Scene& s) { return set1(s.va, k2M, kRead, host()); }, kOk,
+     kNotSupported},
+    {"SetAccess NONE for the owner", [](Scene& s) { return set1(s.va, k2M, kNone, dev(0)); }, kOk,
+     kNotSupported},
+    {"SetAccess READWRITE for device 1", [](Scene& s) { return set1(s.va, k2M, kRW, dev(1)); }, kOk,
+     kOk},
+    {"SetAccess READWRITE for HOST", [](Scene& s) { return set1(s.va, k2M, kRW, host()); }, kOk,
+     kOk},
     {"SetAccess READWRITE for device 1 twice (same flag)",
      [](Scene& s) {
        const aclError first = set1(s.va, k2M, kRW, dev(1));
@@ -114,8 +123,10 @@ const Row kRows[] = {
      },
      kRW, kRW},
     {"SetAccess READ for device 1 in the second descriptor",
-     [](Scene& s) { return set2(s.va, k2M, desc(kRW, dev(1)), desc(kRead, dev(2))); }, kOk, kNotSupported},
-    // Table: count > 1 is read with the 24-byte stride in both modes (the misread is not reproduced).
+     [](Scene& s) { return set2(s.va, k2M, desc(kRW, dev(1)), desc(kRead, dev(2))); }, kOk,
+     kNotSupported},
+    // Table: count > 1 is read with the 24-byte stride in both modes (the misread is not
+    // reproduced).
     {"SetAccess count 2, then device 2's flags",
      [](Scene& s) {
        const aclError rc = set2(s.va, k2M, desc(kRW, dev(1)), desc(kRW, dev(2)));
@@ -123,14 +134,17 @@ const Row kRows[] = {
      },
      kRW, kRW},
     {"SetAccess HOST_NUMA location (§8)",
-     [](Scene& s) { return set1(s.va, k2M, kRW, loc(ACL_MEM_LOCATION_TYPE_HOST_NUMA, 0)); }, kRtParam, kRtParam},
+     [](Scene& s) { return set1(s.va, k2M, kRW, loc(ACL_MEM_LOCATION_TYPE_HOST_NUMA, 0)); },
+     kRtParam, kRtParam},
     {"SetAccess on a range that is not one mapping",
      [](Scene& s) { return set1(s.va, 4 * kMiB, kRW, dev(1)); }, kDrv, kDrv},
 
     // Decisions / §1: a size that is not a multiple of 2 MiB is rounded up / 507899; 1 GiB pages
     // round up in both.
-    {"MallocPhysical device, 3 MiB", [](Scene&) { return malloc_physical(device_prop(0), 3 * kMiB); }, kOk, kDrv},
-    {"MallocPhysical device, 1 byte", [](Scene&) { return malloc_physical(device_prop(0), 1); }, kOk, kDrv},
+    {"MallocPhysical device, 3 MiB",
+     [](Scene&) { return malloc_physical(device_prop(0), 3 * kMiB); }, kOk, kDrv},
+    {"MallocPhysical device, 1 byte", [](Scene&) { return malloc_physical(device_prop(0), 1); },
+     kOk, kDrv},
     {"MallocPhysical host, 3 MiB",
      [](Scene&) { return malloc_physical(host_prop(ACL_DDR_MEM_HUGE), 3 * kMiB); }, kOk, kDrv},
     {"MallocPhysical HOST_NUMA node 0, 3 MiB",
@@ -140,16 +154,20 @@ const Row kRows[] = {
      },
      kNumaOk, kNumaQuirk},
     {"MallocPhysical ACL_HBM_MEM_HUGE1G, 3 MiB",
-     [](Scene&) { return malloc_physical(device_prop(0, ACL_HBM_MEM_HUGE1G), 3 * kMiB); }, kOk, kOk},
-    {"MallocPhysical device, 4 MiB", [](Scene&) { return malloc_physical(device_prop(0), 4 * kMiB); }, kOk, kOk},
+     [](Scene&) { return malloc_physical(device_prop(0, ACL_HBM_MEM_HUGE1G), 3 * kMiB); }, kOk,
+     kOk},
+    {"MallocPhysical device, 4 MiB",
+     [](Scene&) { return malloc_physical(device_prop(0), 4 * kMiB); }, kOk, kOk},
 
     // Decisions: aclrtMapMem geometry must be 2 MiB multiples in both modes.
-    {"MapMem size 3 MiB", [](Scene& s) { return aclrtMapMem(s.free_va, 3 * kMiB, 0, s.spare, 0); }, kDrv, kDrv},
+    {"MapMem size 3 MiB", [](Scene& s) { return aclrtMapMem(s.free_va, 3 * kMiB, 0, s.spare, 0); },
+     kDrv, kDrv},
     {"MapMem address 1 MiB into a reservation",
      [](Scene& s) { return aclrtMapMem(at(s.free_va, kMiB), k2M, 0, s.spare, 0); }, kDrv, kDrv},
 
     // Table rows whose vendor behaviour is undefined or a crash: aclvmm's answer in both modes.
-    {"ReleaseMemAddress with a mapping left", [](Scene& s) { return aclrtReleaseMemAddress(s.va); }, kDrv, kDrv},
+    {"ReleaseMemAddress with a mapping left", [](Scene& s) { return aclrtReleaseMemAddress(s.va); },
+     kDrv, kDrv},
     {"MapMem with a freed handle",
      [](Scene& s) {
        const aclError rc = aclrtFreePhysical(s.spare);
@@ -181,7 +199,8 @@ const Row kRows[] = {
        return aclrtMemcpy(&out[0], out.size(), s.va, out.size(), ACL_MEMCPY_HOST_TO_DEVICE);
      },
      kOk, kOk},
-    {"Memset of host memory", [](Scene&) {
+    {"Memset of host memory",
+     [](Scene&) {
        std::string buf(64, 'a');
        return aclrtMemset(&buf[0], buf.size(), 0, buf.size());
      },
@@ -238,7 +257,7 @@ const Row kRows[] = {
      ACL_ERROR_REPEAT_FINALIZE, ACL_ERROR_REPEAT_FINALIZE},
 };
 
-class QuirkRow : public ::testing::TestWithParam<Row> {
+class QuirkRow : public ::testing::TestWithParam<QuirkCase> {
  protected:
   void TearDown() override {
     soc_.restore();
@@ -268,7 +287,7 @@ TEST_P(QuirkRow, DefaultAndVendorColumns) {
   EXPECT_EQ(run("vendor"), GetParam().vendor) << "ACLVMM_QUIRKS=vendor";
 }
 
-std::string row_name(const ::testing::TestParamInfo<Row>& info) {
+std::string row_name(const ::testing::TestParamInfo<QuirkCase>& info) {
   std::string out;
   bool upper = true;
   for (const char* p = info.param.name; *p; ++p) {
@@ -282,7 +301,7 @@ std::string row_name(const ::testing::TestParamInfo<Row>& info) {
   return std::to_string(info.index) + "_" + out;
 }
 
-INSTANTIATE_TEST_SUITE_P(Behavior, QuirkRow, ::testing::ValuesIn(kRows), row_name);
+INSTANTIATE_TEST_SUITE_P(Behavior, QuirkRow, ::testing::ValuesIn(kQuirkCases), row_name);
 
 // In vendor mode a failed call leaves the mapping's access as it was: a grant that was refused
 // is not half-applied, and the owner keeps READWRITE.

@@ -43,97 +43,113 @@ layers="base observability runtime vmm api"
 # Directories of drivers/ that are shared by the backends, not backends themselves.
 shared_driver_dirs="host injection ranges"
 
+# The check runs a few hundred files and (in its self-test) twenty times over: nothing below forks
+# per file or include (no command substitution; one awk reads every include), since a fork costs
+# milliseconds on small CI machines.
 violations=0
 includes_checked=0
 files_checked=0
 fail() { echo "check_layers: $1"; violations=$((violations + 1)); }
 
-# The layer a quoted include names: public, base ... api, interface, backend:<name>, unknown.
+# in_list <word> <space-separated list>: whether the word is in the list.
+in_list() { [[ " $2 " == *" $1 "* ]]; }
+
+# The kind of a directory directly under drivers/, into $dir_kind: shared:<dir> or backend:<dir>.
+driver_dir_kind() {
+    if in_list "$1" "$shared_driver_dirs"; then dir_kind="shared:$1"; else dir_kind="backend:$1"; fi
+}
+
+# The layer a quoted include names, into $tgt: public, base ... api, interface, backend:<name>,
+# shared:<name>, conformance, unit-testing, unknown.
 target_kind() {
     case "$1" in
-        acl/*|aclvmm/*) echo public ;;
-        base/*|observability/*|runtime/*|vmm/*|api/*) echo "${1%%/*}" ;;
-        drivers/*/*) local rest="${1#drivers/}"; driver_dir_kind "${rest%%/*}" ;;
-        drivers/*) echo interface ;;
-        conformance/*) echo conformance ;;
-        unit/testing/*) echo unit-testing ;;
-        *) echo unknown ;;
+        acl/*|aclvmm/*) tgt=public ;;
+        base/*|observability/*|runtime/*|vmm/*|api/*) tgt="${1%%/*}" ;;
+        drivers/*/*) local rest="${1#drivers/}"; driver_dir_kind "${rest%%/*}"; tgt="$dir_kind" ;;
+        drivers/*) tgt=interface ;;
+        conformance/*) tgt=conformance ;;
+        unit/testing/*) tgt=unit-testing ;;
+        *) tgt=unknown ;;
     esac
 }
 
-in_list() { grep -qxF "$1" <<<"$2"; }
-
-# The kind of a directory directly under drivers/: shared:<dir> or backend:<dir>.
-driver_dir_kind() {
-    if in_list "$1" "$(tr ' ' '\n' <<<"$shared_driver_dirs")"; then echo "shared:$1"; else echo "backend:$1"; fi
-}
-
 # allowed <source kind> <file name> <include> <target kind>: 0 when the include is allowed;
-# otherwise prints the rule it breaks.
+# otherwise 1, with the rule it breaks in $why.
 allowed() {
     local src="$1" name="$2" inc="$3" tgt="$4"
+    why=""
     [ "$tgt" = public ] && return 0
     if [ "$tgt" = unknown ]; then
-        echo "\"$inc\" is neither a public header nor a file of a layer or of drivers/"; return 1
+        why="\"$inc\" is neither a public header nor a file of a layer or of drivers/"; return 1
     fi
     case "$src" in
         base)
             [ "$tgt" = base ] && return 0
-            echo "base includes only base" ;;
+            why="base includes only base" ;;
         observability)
             case "$tgt" in base|observability) return 0 ;; esac
-            echo "observability includes only base" ;;
+            why="observability includes only base" ;;
         runtime)
             case "$tgt" in base|observability|runtime|vmm|interface) return 0 ;; esac
-            echo "runtime includes base, observability, vmm and the driver interface only" ;;
+            why="runtime includes base, observability, vmm and the driver interface only" ;;
         vmm)
             case "$tgt" in base|observability|vmm|interface) return 0 ;; esac
-            echo "vmm includes base, observability and the driver interface only" \
-                 "(what it needs of the runtime comes through vmm/runtime_services.h)" ;;
+            why="vmm includes base, observability and the driver interface only (what it needs of the runtime comes through vmm/runtime_services.h)" ;;
         api)
             case "$tgt" in base|observability|runtime|vmm|api) return 0 ;; esac
-            echo "api reaches the device through the core, not drivers/" ;;
+            why="api reaches the device through the core, not drivers/" ;;
         drivers)
             case "$tgt" in interface|backend:*|shared:*) return 0 ;; esac
             [ "$inc" = base/status.h ] && return 0
-            echo "drivers/ includes nothing from src/ but base/status.h" ;;
+            why="drivers/ includes nothing from src/ but base/status.h" ;;
         shared:*)
             case "$tgt" in interface|"$src") return 0 ;; esac
             [ "$inc" = base/status.h ] && return 0
-            echo "a shared driver module includes the driver interface, its own files and base/status.h only" ;;
+            why="a shared driver module includes the driver interface, its own files and base/status.h only" ;;
         backend:fake)
             case "$tgt" in interface|"$src"|shared:injection|shared:ranges) return 0 ;; esac
             [ "$inc" = base/status.h ] && return 0
-            echo "the fake backend includes the driver interface, its own files, drivers/injection/, drivers/ranges/ and base/status.h only (no drivers/host/: it makes no system call)" ;;
+            why="the fake backend includes the driver interface, its own files, drivers/injection/, drivers/ranges/ and base/status.h only (no drivers/host/: it makes no system call)" ;;
         backend:*)
             case "$tgt" in interface|"$src"|shared:*) return 0 ;; esac
             [ "$inc" = base/status.h ] && return 0
-            echo "a backend includes the driver interface, its own files, the shared modules (drivers/host, drivers/injection) and base/status.h only" ;;
+            why="a backend includes the driver interface, its own files, the shared modules (drivers/host, drivers/injection) and base/status.h only" ;;
         conformance)
             case "$tgt" in interface|backend:*|shared:*|conformance|unit-testing) return 0 ;; esac
-            echo "the conformance suite includes the driver interface, backends, shared modules, its own files and tests/unit/testing/ only" ;;
+            why="the conformance suite includes the driver interface, backends, shared modules, its own files and tests/unit/testing/ only" ;;
     esac
     return 1
 }
 
 check_file() {  # check_file <path relative to repo> <source kind>
     local rel="$1" src="$2" name inc tgt why
-    name="$(basename "$rel")"
+    name="${rel##*/}"
     files_checked=$((files_checked + 1))
     while IFS= read -r inc; do
+        [ -n "$inc" ] || continue
         includes_checked=$((includes_checked + 1))
-        tgt="$(target_kind "$inc")"
-        if ! why="$(allowed "$src" "$name" "$inc" "$tgt")"; then
+        target_kind "$inc"
+        if ! allowed "$src" "$name" "$inc" "$tgt"; then
             fail "$rel: includes \"$inc\": $why"
         fi
-    done < <(sed -n 's/^[[:space:]]*#[[:space:]]*include[[:space:]]*"\([^"]*\)".*/\1/p' "$repo/$rel")
+    done <<<"${quoted_includes[$rel]:-}"
 }
+
+# Every quoted include of the checked directories, read by one awk: quoted_includes[<path>] holds
+# the file's includes, one per line.
+declare -A quoted_includes
+while IFS=$'\t' read -r rel inc; do
+    quoted_includes[$rel]+="$inc"$'\n'
+done < <(cd "$repo" && find src drivers tests/conformance -type f \( -name '*.h' -o -name '*.cpp' \) \
+             -exec awk '/^[[:space:]]*#[[:space:]]*include[[:space:]]*"/ {
+                            line = $0; sub(/^[^"]*"/, "", line); sub(/".*/, "", line)
+                            print FILENAME "\t" line }' {} + 2>/dev/null)
 
 # src/: only the layers, each file in one of them.
 while IFS= read -r rel; do
     sub="${rel#src/}"
     layer="${sub%%/*}"
-    if [ "$sub" = "$layer" ] || ! in_list "$layer" "$(tr ' ' '\n' <<<"$layers")"; then
+    if [ "$sub" = "$layer" ] || ! in_list "$layer" "$layers"; then
         fail "$rel: not in a layer directory (src/{${layers// /,}}/)"
         continue
     fi
@@ -143,7 +159,7 @@ done < <(cd "$repo" && find src -type f | sort)
 # drivers/: the interface and registries at the top, one directory per backend or shared module.
 while IFS= read -r rel; do
     sub="${rel#drivers/}"
-    if [ "$sub" = "${sub%%/*}" ]; then kind=drivers; else kind="$(driver_dir_kind "${sub%%/*}")"; fi
+    if [ "$sub" = "${sub%%/*}" ]; then kind=drivers; else driver_dir_kind "${sub%%/*}"; kind="$dir_kind"; fi
     check_file "$rel" "$kind"
 done < <(cd "$repo" && find drivers -type f \( -name '*.h' -o -name '*.cpp' \) | sort)
 
@@ -152,18 +168,21 @@ while IFS= read -r rel; do
     check_file "$rel" conformance
 done < <(cd "$repo" && [ -d tests/conformance ] && find tests/conformance -type f \( -name '*.h' -o -name '*.cpp' \) | sort)
 
-# The source directory a tests/unit/<dir> mirrors.
+# The source directory a tests/unit/<dir> mirrors, into $mirrored.
 source_dir() {
-    case "$1" in drivers|drivers/*) echo "$1" ;; *) echo "src/$1" ;; esac
+    case "$1" in drivers|drivers/*) mirrored="$1" ;; *) mirrored="src/$1" ;; esac
 }
 # module_tested <test path> <dir>: the test's name is <module>_test.cpp or
 # <module>_<aspect>_test.cpp for a module (a .h or .cpp) of the mirrored directory.
 module_tested() {
     local name f stem
-    name="$(basename "$1" _test.cpp)"
-    for f in "$repo/$(source_dir "$2")"/*.h "$repo/$(source_dir "$2")"/*.cpp; do
+    name="${1##*/}"
+    name="${name%_test.cpp}"
+    source_dir "$2"
+    for f in "$repo/$mirrored"/*.h "$repo/$mirrored"/*.cpp; do
         [ -e "$f" ] || continue
-        stem="$(basename "${f%.*}")"
+        stem="${f##*/}"
+        stem="${stem%.*}"
         case "$name" in "$stem"|"$stem"_*) return 0 ;; esac
     done
     return 1
@@ -172,7 +191,8 @@ module_tested() {
 # tests/unit mirrors the tree.
 while IFS= read -r rel; do
     sub="${rel#tests/unit/}"
-    dir="$(dirname "$sub")"
+    dir="${sub%/*}"
+    [ "$dir" = "$sub" ] && dir=.
     case "$rel" in
         *.cpp)
             case "$dir" in
@@ -183,7 +203,7 @@ while IFS= read -r rel; do
             case "$sub" in
                 *_test.cpp)
                     module_tested "$rel" "$dir" ||
-                        fail "$rel: names no module of $(source_dir "$dir")/ (<module>_test.cpp or <module>_<aspect>_test.cpp)" ;;
+                        fail "$rel: names no module of $mirrored/ (<module>_test.cpp or <module>_<aspect>_test.cpp)" ;;
                 *) fail "$rel: a unit test file is named <module>_test.cpp" ;;
             esac ;;
         *.h)

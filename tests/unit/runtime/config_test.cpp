@@ -1,5 +1,7 @@
 // Unit tests of the environment configuration (emulation.md section 7): the parsers and
 // load_config with real environment variables (restored after each test).
+#include "runtime/config.h"
+
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -9,15 +11,12 @@
 #include <vector>
 
 #include "base/status.h"
-#include "runtime/config.h"
+#include "base/units.h"
 #include "runtime/product.h"
 
 namespace aclvmm {
 namespace {
 
-constexpr uint64_t kKiB = 1ull << 10;
-constexpr uint64_t kMiB = 1ull << 20;
-constexpr uint64_t kGiB = 1ull << 30;
 constexpr uint64_t kTiB = 1ull << 40;
 
 // ---------------------------------------------------------------------------------------------

@@ -4,19 +4,21 @@
 //
 // To refresh the doc after changing the table: run this test with ACLVMM_UPDATE_DOCS=1, e.g.
 //   ACLVMM_UPDATE_DOCS=1 build/tests/aclvmm_unit_tests --gtest_filter='SupportMatrixDoc.*'
+#include "runtime/product_table.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cstdlib>
-#include <iostream>
 #include <fstream>
+#include <iostream>
 #include <set>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "runtime/product.h"
-#include "runtime/product_table.h"
+#include "unit/testing/product_families.h"
 
 namespace aclvmm {
 namespace {
@@ -110,8 +112,7 @@ std::vector<std::string> cells_of(const std::string& line) {
   return cells;
 }
 
-const char* const kFamilySoc[] = {"Ascend950PR_9599", "Ascend910_9391", "Ascend910B1",
-                                  "Ascend310B1",      "Ascend310P3",    "Ascend910A"};
+using testing::kFamilySoc;
 
 TEST(SupportMatrixRender, HeaderAndOneLinePerFeature) {
   const std::vector<std::string> lines = lines_of(render_support_matrix());

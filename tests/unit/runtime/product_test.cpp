@@ -1,5 +1,7 @@
 // Unit tests of the product table (products.md): SoC name -> family and memory size, feature
 // support per family, link types.
+#include "runtime/product.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -9,12 +11,11 @@
 #include <vector>
 
 #include "base/status.h"
-#include "runtime/product.h"
+#include "base/units.h"
+#include "unit/testing/product_families.h"
 
 namespace aclvmm {
 namespace {
-
-constexpr uint64_t kGiB = 1ull << 30;
 
 struct SocCase {
   const char* soc;
@@ -152,8 +153,7 @@ struct FeatureRow {
   bool f950, a3, a2, edge, inf, train;
 };
 
-const char* const kFamilySoc[] = {"Ascend950PR_9599", "Ascend910_9391", "Ascend910B1",
-                                  "Ascend310B1",      "Ascend310P3",    "Ascend910A"};
+using testing::kFamilySoc;
 
 class ProductSupports : public ::testing::TestWithParam<FeatureRow> {};
 

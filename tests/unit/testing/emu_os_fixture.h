@@ -8,9 +8,7 @@
 #include <numaif.h>
 #include <signal.h>
 #include <sys/mman.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -23,42 +21,34 @@
 #include <set>
 #include <vector>
 
+#include "drivers/device_types.h"
 #include "drivers/emu/os/host_copy.h"
 #include "drivers/emu/os/memfd_memory.h"
 #include "drivers/emu/os/numa_binding.h"
 #include "drivers/emu/os/placeholders.h"
 #include "drivers/emu/os/util.h"
 #include "drivers/host/host_facts.h"
+#include "unit/testing/fault_signals.h"
 
 namespace aclvmm::dev::emu::os::fixture {
 
-constexpr uint64_t kMiB = 1ull << 20;
-constexpr uint64_t kGiB = 1ull << 30;
 void* const kBadPtr = reinterpret_cast<void*>(0x10);
+
+// A memfd-backed PhysicalMemory of `size` bytes (a failure is the test's).
+inline std::shared_ptr<PhysicalMemory> make_memfd(uint64_t size) {
+  std::shared_ptr<PhysicalMemory> m;
+  EXPECT_EQ(MemfdMemory::create(size, &m), 0) << size;
+  return m;
+}
 
 inline uint64_t page() { return static_cast<uint64_t>(sysconf(_SC_PAGESIZE)); }
 inline uint8_t* ptr(uint64_t v) { return reinterpret_cast<uint8_t*>(static_cast<uintptr_t>(v)); }
-
-// Sanitizers install their own SIGSEGV handler and turn a fault into an exit code; the raw system
-// call bypasses their sigaction interceptor so the child really dies of the signal.
-inline void default_signal(int sig) {
-  struct {
-    void* handler;
-    unsigned long flags;
-    void* restorer;
-    uint64_t mask;
-  } ksa = {};
-  syscall(SYS_rt_sigaction, sig, &ksa, nullptr, sizeof(uint64_t));
-}
 
 // Runs fn in a forked child; returns the signal that killed it, or 0 when it exited.
 inline int child_signal(const std::function<void()>& fn) {
   pid_t pid = fork();
   if (pid == 0) {
-    struct rlimit no_core = {0, 0};
-    setrlimit(RLIMIT_CORE, &no_core);
-    default_signal(SIGSEGV);
-    default_signal(SIGBUS);
+    aclvmm::testing::reset_fault_signals_for_child();
     fn();
     _exit(0);
   }

@@ -1,11 +1,11 @@
 // Unit tests of AddressSpace (the emulated device MMU) on the real emu backend: reservations,
 // mapping geometry, access rights, pointer queries, device-side translation and what the CPU may
 // touch (behavior.md sections 2-4, 8, 9; emulation.md sections 3-4).
+#include "vmm/address_space.h"
+
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/mman.h>
-#include <sys/resource.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -19,8 +19,8 @@
 
 #include "base/status.h"
 #include "drivers/device_mmu.h"
+#include "unit/testing/fault_signals.h"
 #include "unit/testing/test_device.h"
-#include "vmm/address_space.h"
 #include "vmm/physical.h"
 
 namespace aclvmm {
@@ -35,24 +35,7 @@ constexpr int kDrvError = 507899;       // ACL_ERROR_RT_DRV_INTERNAL_ERROR
 uint8_t* ptr(uint64_t v) { return reinterpret_cast<uint8_t*>(static_cast<uintptr_t>(v)); }
 uint64_t addr(const void* p) { return static_cast<uint64_t>(reinterpret_cast<uintptr_t>(p)); }
 
-// Sanitizers install their own SIGSEGV handler and turn a fault into an exit code; the raw system
-// call bypasses their sigaction interceptor so the child really dies of the signal.
-void default_signal(int sig) {
-  struct {
-    void* handler;
-    unsigned long flags;
-    void* restorer;
-    uint64_t mask;
-  } ksa = {};
-  syscall(SYS_rt_sigaction, sig, &ksa, nullptr, sizeof(uint64_t));
-}
-
-void prepare_to_fault() {
-  struct rlimit no_core = {0, 0};
-  setrlimit(RLIMIT_CORE, &no_core);
-  default_signal(SIGSEGV);
-  default_signal(SIGBUS);
-}
+using testing::reset_fault_signals_for_child;
 
 class AddressSpaceTest : public ::testing::Test {
  protected:
@@ -757,14 +740,14 @@ TEST_F(AddressSpaceTest, CpuDereferenceOfDeviceMemoryFaults) {
   volatile uint8_t* cpu = ptr(base);
   EXPECT_EXIT(
       {
-        prepare_to_fault();
+        reset_fault_signals_for_child();
         uint8_t v = cpu[100];
         _exit(v == 0x11 ? 0 : 1);
       },
       ::testing::KilledBySignal(SIGSEGV), "");
   EXPECT_EXIT(
       {
-        prepare_to_fault();
+        reset_fault_signals_for_child();
         cpu[100] = 1;
         _exit(0);
       },
@@ -803,7 +786,7 @@ TEST_F(AddressSpaceTest, HostReadAccessAllowsReadsOnly) {
   volatile uint8_t* cpu = ptr(base);
   EXPECT_EXIT(
       {
-        prepare_to_fault();
+        reset_fault_signals_for_child();
         cpu[0] = 1;
         _exit(0);
       },
@@ -822,7 +805,7 @@ TEST_F(AddressSpaceTest, RevokingHostAccessFaultsAgain) {
   volatile uint8_t* cpu = ptr(base);
   EXPECT_EXIT(
       {
-        prepare_to_fault();
+        reset_fault_signals_for_child();
         uint8_t v = cpu[0];
         _exit(v);
       },
@@ -838,7 +821,7 @@ TEST_F(AddressSpaceTest, UnmapRestoresThePlaceholder) {
   volatile uint8_t* cpu = ptr(base);
   EXPECT_EXIT(
       {
-        prepare_to_fault();
+        reset_fault_signals_for_child();
         uint8_t v = cpu[0];
         _exit(v);
       },

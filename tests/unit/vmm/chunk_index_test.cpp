@@ -1,6 +1,8 @@
 // ChunkIndex (vmm/chunk_index.h): one packed word per 2 MiB chunk of the device window. Table-driven
 // publish / clear / lookup over a small window whose table lives in this test (the addresses are
 // never dereferenced), the limits of the encoding, and lock-free readers racing a writer.
+#include "vmm/chunk_index.h"
+
 #include <gtest/gtest.h>
 #include <sys/mman.h>
 
@@ -13,13 +15,11 @@
 #include <thread>
 #include <vector>
 
-#include "vmm/chunk_index.h"
+#include "base/units.h"
 
 namespace aclvmm {
 namespace {
 
-constexpr uint64_t kMiB = 1ull << 20;
-constexpr uint64_t kChunk = 2 * kMiB;
 constexpr uint64_t kBase = 0x100000000000ull;  // a device window base (only compared, never read)
 constexpr uint64_t kChunks = 64;
 constexpr uint64_t kFieldMax = (1ull << 23) - 1;  // widest back / length field (chunk_index.cpp)

@@ -10,14 +10,13 @@
 #include <vector>
 
 #include "base/status.h"
+#include "base/units.h"
 #include "unit/testing/test_device.h"
 #include "vmm/device_directory.h"
 #include "vmm/managed.h"
 
 namespace aclvmm {
 namespace {
-
-constexpr uint64_t kMiB = 1ull << 20;
 
 class ReversedDevices final : public DeviceDirectory {
  public:

@@ -3,21 +3,19 @@
 // charges go there and only its answers count; and fed by the fake's ledger through the core's
 // DeviceUsage, it follows exactly what the fake reports, monitors' counter included, whatever
 // the fake refuses.
-#include "vmm/physical.h"
-
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <memory>
 #include <vector>
 
+#include "base/units.h"
 #include "runtime/core_listener.h"
 #include "unit/testing/fake_device.h"
+#include "vmm/physical.h"
 
 namespace aclvmm {
 namespace {
-
-constexpr uint64_t kMiB = dev::kMiB;
 
 TEST(PhysicalFakeTest, APoolWithoutAuthorityCountsAndRefusesPastItsTotal) {
   std::atomic<uint64_t> counter{0};

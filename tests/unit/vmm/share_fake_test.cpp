@@ -26,7 +26,7 @@ namespace {
 
 using testing::FakeDevice;
 
-constexpr uint64_t kSize = 2 * dev::kMiB;
+constexpr uint64_t kExportSize = 2 * dev::kMiB;
 
 // One fake "process" running the core's sharing records. The services are never destroyed: the
 // first one attached is the one the process's fork handlers name (ShareService::attach).
@@ -43,10 +43,11 @@ struct Process {
   }
   // A new handle of device memory on `dev_id`, filled with `value` through the fake.
   uint64_t new_handle(int dev_id, uint8_t value) {
-    auto phys = device.make_allocation(dev::Location::device(dev_id), kSize);
+    auto phys = device.make_allocation(dev::Location::device(dev_id), kExportSize);
     if (!phys) return 0;
-    std::vector<uint8_t> bytes(kSize, value);
-    EXPECT_TRUE(device.fake().write_physical(phys->device_memory.id(), 0, bytes.data(), kSize).ok());
+    std::vector<uint8_t> bytes(kExportSize, value);
+    EXPECT_TRUE(
+        device.fake().write_physical(phys->device_memory.id(), 0, bytes.data(), kExportSize).ok());
     return table.insert(phys);
   }
   uint64_t export_of(uint64_t handle, bool disable_validation = false) {
@@ -127,13 +128,13 @@ TEST_F(ShareFakeTest, AnImportGivesTheExportersBytesAndOneHandlePerTokenAndDevic
   EXPECT_EQ(phys->side, Side::kDevice);
   EXPECT_EQ(phys->device, 0);
   EXPECT_EQ(phys->reported_device, 0);
-  EXPECT_EQ(phys->size, kSize);
+  EXPECT_EQ(phys->size, kExportSize);
   EXPECT_EQ(phys->ref.load(), 1);
-  std::vector<uint8_t> seen(kSize, 0);
+  std::vector<uint8_t> seen(kExportSize, 0);
   ASSERT_TRUE(importer_->device.fake()
-                  .read_physical(phys->device_memory.id(), 0, seen.data(), kSize)
+                  .read_physical(phys->device_memory.id(), 0, seen.data(), kExportSize)
                   .ok());
-  EXPECT_EQ(seen, std::vector<uint8_t>(kSize, 0x5a));
+  EXPECT_EQ(seen, std::vector<uint8_t>(kExportSize, 0x5a));
 
   auto second = importer_->service->import(token, 0);
   ASSERT_TRUE(second.ok());
@@ -242,7 +243,9 @@ TEST_F(ShareFakeTest, AnExporterGoneLeavesImportsTheirBytesAndRefusesNewOnes) {
   EXPECT_EQ(late.status().code(), ACL_ERROR_RT_INVALID_HANDLE);
   auto phys = importer_->table.find(*held);
   uint8_t byte = 0;
-  ASSERT_TRUE(importer_->device.fake().read_physical(phys->device_memory.id(), kSize - 1, &byte, 1).ok());
+  ASSERT_TRUE(importer_->device.fake()
+                  .read_physical(phys->device_memory.id(), kExportSize - 1, &byte, 1)
+                  .ok());
   EXPECT_EQ(byte, 0x66);
 }
 

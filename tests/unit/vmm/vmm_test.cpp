@@ -3,6 +3,8 @@
 // backend, with a stand-in that answers the product rules, the thread's device and the pools, and
 // no runtime started, the operations refuse what the stand-in's rules refuse (with its SoC's
 // name), charge the stand-in's pools, and copy through its backend.
+#include "vmm/vmm.h"
+
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -13,6 +15,7 @@
 #include "acl/acl_base.h"
 #include "base/handle_table.h"
 #include "base/status.h"
+#include "base/units.h"
 #include "runtime/core_listener.h"
 #include "unit/testing/stand_in_runtime.h"
 #include "vmm/address_space.h"
@@ -20,12 +23,9 @@
 #include "vmm/memory_ops.h"
 #include "vmm/runtime_services.h"
 #include "vmm/share.h"
-#include "vmm/vmm.h"
 
 namespace aclvmm {
 namespace {
-
-constexpr uint64_t kMiB = 1ull << 20;
 
 using testing::StandInRuntime;
 

@@ -16,7 +16,7 @@
 namespace aclvmm::dev::fake {
 namespace {
 
-constexpr uint64_t kVa = 0x100000000000ull;
+constexpr uint64_t kCopyVa = 0x100000000000ull;
 
 class FakeCopyEngineTest : public ::testing::Test {
  protected:
@@ -24,7 +24,7 @@ class FakeCopyEngineTest : public ::testing::Test {
     ASSERT_TRUE(open_fake_backend(config_, &listener_, &be_, &fake_).ok());
     PhysicalSpec spec{Location::device(0), PageType::kHuge, MemType::kHbm, 2 * kMiB};
     ASSERT_TRUE(be_->physical().create(spec, &mem_).ok());
-    ASSERT_TRUE(be_->mmu().map(kVa, 2 * kMiB, mem_, 0, InitialAccess::kOwnerReadWrite).ok());
+    ASSERT_TRUE(be_->mmu().map(kCopyVa, 2 * kMiB, mem_, 0, InitialAccess::kOwnerReadWrite).ok());
   }
   CopyOutcome copy(CopyEndpoint dst, CopyEndpoint src, uint64_t n, DeviceIndex who = 0) {
     return be_->copy_engine().copy(CopyRequest{dst, src, n, Executor{who, 0}});
@@ -40,7 +40,7 @@ class FakeCopyEngineTest : public ::testing::Test {
 TEST_F(FakeCopyEngineTest, BrokenPreconditionsAreCountedViolations) {
   std::vector<uint8_t> buffer(64);
   const CopyEndpoint host{reinterpret_cast<uint64_t>(buffer.data()), EndpointKind::kHostMemory};
-  const CopyEndpoint odd{kVa, static_cast<EndpointKind>(7)};
+  const CopyEndpoint odd{kCopyVa, static_cast<EndpointKind>(7)};
   struct Case {
     const char* what;
     bool fill;
@@ -64,18 +64,19 @@ TEST_F(FakeCopyEngineTest, BrokenPreconditionsAreCountedViolations) {
 TEST_F(FakeCopyEngineTest, RefusalsOfTheContractAreNoViolations) {
   std::vector<uint8_t> buffer(64, 9);
   const CopyEndpoint host{reinterpret_cast<uint64_t>(buffer.data()), EndpointKind::kHostMemory};
-  EXPECT_EQ(copy(host, CopyEndpoint{kVa + 2 * kMiB, EndpointKind::kMapped}, 64).result.condition(),
-            Condition::kBadAddress);
-  EXPECT_EQ(copy(CopyEndpoint{kVa, EndpointKind::kMapped}, host, 64, 1).result.condition(),
+  EXPECT_EQ(
+      copy(host, CopyEndpoint{kCopyVa + 2 * kMiB, EndpointKind::kMapped}, 64).result.condition(),
+      Condition::kBadAddress);
+  EXPECT_EQ(copy(CopyEndpoint{kCopyVa, EndpointKind::kMapped}, host, 64, 1).result.condition(),
             Condition::kNotPermitted);
-  EXPECT_EQ(copy(host, CopyEndpoint{kVa, EndpointKind::kHostMemory}, 64).result.condition(),
+  EXPECT_EQ(copy(host, CopyEndpoint{kCopyVa, EndpointKind::kHostMemory}, 64).result.condition(),
             Condition::kBadAddress);
-  EXPECT_EQ(copy(host, CopyEndpoint{kVa, EndpointKind::kManaged}, 64).result.condition(),
+  EXPECT_EQ(copy(host, CopyEndpoint{kCopyVa, EndpointKind::kManaged}, 64).result.condition(),
             Condition::kBadAddress)
       << "no managed range there";
   EXPECT_EQ(fake_->violations(), 0u);
   // And the bytes a copy moved are the store's.
-  ASSERT_TRUE(copy(CopyEndpoint{kVa + 10, EndpointKind::kMapped}, host, 64).result.ok());
+  ASSERT_TRUE(copy(CopyEndpoint{kCopyVa + 10, EndpointKind::kMapped}, host, 64).result.ok());
   std::vector<uint8_t> back(64);
   ASSERT_TRUE(fake_->read_physical(mem_, 10, back.data(), 64).ok());
   EXPECT_EQ(back, buffer);

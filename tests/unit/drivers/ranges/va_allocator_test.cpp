@@ -7,14 +7,11 @@
 #include <numeric>
 #include <vector>
 
+#include "drivers/device_types.h"
 #include "drivers/ranges/va_allocator.h"
 
 namespace aclvmm::dev {
 namespace {
-
-constexpr uint64_t kKiB = 1ull << 10;
-constexpr uint64_t kMiB = 1ull << 20;
-constexpr uint64_t kGiB = 1ull << 30;
 
 TEST(VaAllocator, ResetSetsWindowAndContains) {
   VaAllocator va;

@@ -4,23 +4,22 @@
 // block whose CPU view cannot go stays whole, and open mode shows device blocks to the CPU.
 #include "drivers/emu/device/blocks.h"
 
-#include <dirent.h>
+#include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
 
-#include <gtest/gtest.h>
-
-#include "drivers/emu/os/placeholders.h"
 #include "drivers/emu/device/capacity.h"
 #include "drivers/emu/device/device_mmu.h"
 #include "drivers/emu/device/physical_allocator.h"
 #include "drivers/emu/device/physical_object.h"
 #include "drivers/emu/device/windows.h"
+#include "drivers/emu/os/placeholders.h"
 #include "drivers/injection_steps.h"
 #include "unit/testing/cpu_probe.h"
+#include "unit/testing/descriptors.h"
 #include "unit/testing/recording_listener.h"
 
 namespace aclvmm::dev::emu {
@@ -28,14 +27,7 @@ namespace {
 
 using testing::cpu_read_faults;
 
-size_t open_descriptors() {
-  size_t n = 0;
-  DIR* d = ::opendir("/proc/self/fd");
-  if (d == nullptr) return 0;
-  while (::readdir(d) != nullptr) ++n;
-  ::closedir(d);
-  return n;
-}
+using testing::open_descriptors;
 
 class EmuBlocksTest : public ::testing::Test {
  protected:

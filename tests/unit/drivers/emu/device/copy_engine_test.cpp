@@ -7,6 +7,7 @@
 // drv.host_fill) are asked once per piece.
 #include "drivers/emu/device/copy_engine.h"
 
+#include <gtest/gtest.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -16,13 +17,12 @@
 #include <thread>
 #include <vector>
 
-#include <gtest/gtest.h>
-
-#include "drivers/emu/os/placeholders.h"
 #include "drivers/emu/device/capacity.h"
 #include "drivers/emu/device/device_mmu.h"
 #include "drivers/emu/device/physical_allocator.h"
 #include "drivers/emu/device/physical_object.h"
+#include "drivers/emu/os/placeholders.h"
+#include "unit/testing/endpoints.h"
 #include "unit/testing/recording_listener.h"
 
 namespace aclvmm::dev::emu {
@@ -30,10 +30,8 @@ namespace {
 
 using Side = CopyOutcome::Side;
 
-CopyEndpoint mapped(uint64_t va) { return CopyEndpoint{va, EndpointKind::kMapped}; }
-CopyEndpoint host(const void* p) {
-  return CopyEndpoint{reinterpret_cast<uint64_t>(p), EndpointKind::kHostMemory};
-}
+using testing::host;
+using testing::mapped;
 
 class EmuCopyEngineTest : public ::testing::Test {
  protected:

@@ -1,31 +1,25 @@
 // The emulated NPU's physical allocator (drivers/emu/device/physical_allocator.h): what only emu
 // does: its inner step emu.memfd.create rolls the charge back and leaks no descriptor, the id is
 // the object, and a held object keeps its bytes and its charge until the last holder lets go.
-#include <dirent.h>
+
+#include "drivers/emu/device/physical_allocator.h"
+
+#include <gtest/gtest.h>
 
 #include <cerrno>
 #include <cstring>
 #include <memory>
 
-#include <gtest/gtest.h>
-
 #include "drivers/emu/device/capacity.h"
-#include "drivers/emu/device/physical_allocator.h"
 #include "drivers/emu/device/physical_object.h"
 #include "drivers/injection_steps.h"
+#include "unit/testing/descriptors.h"
 #include "unit/testing/recording_listener.h"
 
 namespace aclvmm::dev::emu {
 namespace {
 
-int open_descriptors() {
-  int n = 0;
-  if (DIR* d = ::opendir("/proc/self/fd")) {
-    while (::readdir(d) != nullptr) ++n;
-    ::closedir(d);
-  }
-  return n;
-}
+using testing::open_descriptors;
 
 PhysicalSpec on_device(uint64_t size) {
   return PhysicalSpec{Location::device(0), PageType::kHuge, MemType::kHbm, size};
@@ -39,7 +33,7 @@ class EmuPhysicalAllocatorTest : public ::testing::Test {
 };
 
 TEST_F(EmuPhysicalAllocatorTest, AFailedMemfdGivesTheChargeBackAndLeaksNothing) {
-  const int fds = open_descriptors();
+  const size_t fds = open_descriptors();
   listener_.arm(steps::kEmuMemfdCreate, 1, EMFILE);
   PhysicalId id{5};
   EXPECT_EQ(physical_.create(on_device(4 * kMiB), &id), Result::from_errno(EMFILE));

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "drivers/emu/os/memfd_memory.h"
+#include "unit/testing/emu_os_fixture.h"
 
 #ifndef F_SEAL_FUTURE_WRITE
 #define F_SEAL_FUTURE_WRITE 0x0010
@@ -26,16 +27,12 @@ namespace {
 
 constexpr uint64_t k2M = 2ull << 20;
 
-std::shared_ptr<PhysicalMemory> make(uint64_t size) {
-  std::shared_ptr<PhysicalMemory> m;
-  EXPECT_EQ(MemfdMemory::create(size, &m), 0) << size;
-  return m;
-}
+using fixture::make_memfd;
 
 bool is_open(int fd) { return fcntl(fd, F_GETFD) != -1; }
 
 TEST(MemfdSeal, TheDescriptorCanChangeBytesButNotTheSize) {
-  auto mem = make(k2M);
+  auto mem = make_memfd(k2M);
   ASSERT_NE(mem, nullptr);
   const int fd = mem->fd();
   const int seals = fcntl(fd, F_GET_SEALS);
@@ -94,7 +91,7 @@ int memfd_with(uint64_t size, int seals, unsigned extra_flags = 0) {
 
 TEST(MemfdSeal, AdoptRefusesWhatCouldHurtThisProcessLater) {
   constexpr int kGood = F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL;
-  auto mine = make(k2M);
+  auto mine = make_memfd(k2M);
   ASSERT_NE(mine, nullptr);
   struct Case {
     const char* what;

@@ -14,18 +14,14 @@
 #include <vector>
 
 #include "drivers/emu/os/memfd_memory.h"
+#include "unit/testing/emu_os_fixture.h"
 
 namespace aclvmm::dev::emu::os {
 namespace {
 
-constexpr uint64_t kMiB = 1ull << 20;
-const uint64_t kPage = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+const uint64_t kHostPage = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
 
-std::shared_ptr<PhysicalMemory> make(uint64_t size) {
-  std::shared_ptr<PhysicalMemory> m;
-  EXPECT_EQ(MemfdMemory::create(size, &m), 0) << size;
-  return m;
-}
+using fixture::make_memfd;
 
 // Allocated 512-byte blocks of the memory's file.
 long long blocks(const PhysicalMemory& m) {
@@ -59,22 +55,35 @@ size_t first_diff(const uint8_t* a, const uint8_t* b, size_t n) {
 // written and never written (pread) all give the bytes a shadow copy holds.
 TEST(MemfdView, WriteThenReadIsByteExactAcrossOffsets) {
   const uint64_t size = 8 * kMiB + 123;  // the last page is partial
-  auto mem = make(size);
+  auto mem = make_memfd(size);
   ASSERT_NE(mem, nullptr);
   std::vector<uint8_t> shadow(size, 0);
-  const std::pair<uint64_t, uint64_t> writes[] = {
-      {0, 1},          {kPage - 1, 2},          {3 * kPage + 7, 100000}, {2 * kMiB - 10, 20},
-      {4 * kMiB, 2 * kMiB}, {size - 50, 50},    {5 * kMiB + 3, 1},       {0, kPage}};
+  const std::pair<uint64_t, uint64_t> writes[] = {{0, 1},
+                                                  {kHostPage - 1, 2},
+                                                  {3 * kHostPage + 7, 100000},
+                                                  {2 * kMiB - 10, 20},
+                                                  {4 * kMiB, 2 * kMiB},
+                                                  {size - 50, 50},
+                                                  {5 * kMiB + 3, 1},
+                                                  {0, kHostPage}};
   unsigned seed = 1;
   for (auto [off, n] : writes) {
     const std::vector<uint8_t> data = pattern(n, seed++);
     ASSERT_EQ(mem->write(off, data.data(), n), 0) << off;
     std::copy(data.begin(), data.end(), shadow.begin() + off);
   }
-  const std::pair<uint64_t, uint64_t> reads[] = {
-      {0, size},         {0, 1},          {kPage - 1, 2},          {3 * kPage + 7, 100000},
-      {4 * kMiB, 2 * kMiB}, {4 * kMiB + 1, 2 * kMiB - 2}, {size - 50, 50}, {size - 1, 1},
-      {2 * kMiB - 10, 20}, {7 * kMiB, kMiB}, {1 * kMiB, 3 * kMiB}, {size, 0}};
+  const std::pair<uint64_t, uint64_t> reads[] = {{0, size},
+                                                 {0, 1},
+                                                 {kHostPage - 1, 2},
+                                                 {3 * kHostPage + 7, 100000},
+                                                 {4 * kMiB, 2 * kMiB},
+                                                 {4 * kMiB + 1, 2 * kMiB - 2},
+                                                 {size - 50, 50},
+                                                 {size - 1, 1},
+                                                 {2 * kMiB - 10, 20},
+                                                 {7 * kMiB, kMiB},
+                                                 {1 * kMiB, 3 * kMiB},
+                                                 {size, 0}};
   for (auto [off, n] : reads) {
     const std::vector<uint8_t> got = read_all(*mem, off, n);
     EXPECT_EQ(first_diff(got.data(), shadow.data() + off, n), n) << "read of " << n << " at " << off;
@@ -83,24 +92,24 @@ TEST(MemfdView, WriteThenReadIsByteExactAcrossOffsets) {
 
 TEST(MemfdView, ReadingNeverWrittenMemoryKeepsItSparse) {
   const uint64_t size = 8 * kMiB;
-  auto mem = make(size);
+  auto mem = make_memfd(size);
   ASSERT_NE(mem, nullptr);
   // Fresh: reads are zeros and allocate nothing.
   std::vector<uint8_t> got = read_all(*mem, 0, size);
   EXPECT_EQ(first_diff(got.data(), std::vector<uint8_t>(size, 0).data(), size), size);
   EXPECT_EQ(blocks(*mem), 0);
   // One written page (the view exists from now on); reading around it allocates nothing more.
-  const std::vector<uint8_t> data = pattern(kPage, 9);
-  ASSERT_EQ(mem->write(4 * kMiB, data.data(), kPage), 0);
+  const std::vector<uint8_t> data = pattern(kHostPage, 9);
+  ASSERT_EQ(mem->write(4 * kMiB, data.data(), kHostPage), 0);
   const long long written = blocks(*mem);
   EXPECT_GT(written, 0);
   EXPECT_LE(written, static_cast<long long>(2 * kMiB / 512));  // at most one huge page
   got = read_all(*mem, 0, 4 * kMiB);
   EXPECT_EQ(first_diff(got.data(), std::vector<uint8_t>(4 * kMiB, 0).data(), 4 * kMiB), 4 * kMiB);
   got = read_all(*mem, 0, size);
-  EXPECT_EQ(first_diff(got.data() + 4 * kMiB, data.data(), kPage), kPage);
-  got = read_all(*mem, 4 * kMiB + kPage, kPage);  // the page after the written one
-  EXPECT_EQ(got, std::vector<uint8_t>(kPage, 0));
+  EXPECT_EQ(first_diff(got.data() + 4 * kMiB, data.data(), kHostPage), kHostPage);
+  got = read_all(*mem, 4 * kMiB + kHostPage, kHostPage);  // the page after the written one
+  EXPECT_EQ(got, std::vector<uint8_t>(kHostPage, 0));
   EXPECT_EQ(blocks(*mem), written) << "reading holes allocated memory";
 }
 
@@ -108,15 +117,19 @@ TEST(MemfdView, ReadingNeverWrittenMemoryKeepsItSparse) {
 // and never written sources.
 TEST(MemfdView, CopyToIsByteExact) {
   const uint64_t size = 6 * kMiB;
-  auto src = make(size);
-  auto dst = make(size);
+  auto src = make_memfd(size);
+  auto dst = make_memfd(size);
   ASSERT_TRUE(src && dst);
   const std::vector<uint8_t> full = pattern(size, 3);
   ASSERT_EQ(src->write(0, full.data(), size), 0);
   struct Case {
     uint64_t from, to, n;
-  } cases[] = {{0, 0, size}, {4097, 123, 3 * kMiB + 5}, {size - 1, 0, 1}, {0, size - kPage, kPage},
-               {2 * kMiB, 2 * kMiB, 2 * kMiB}, {5, 7, 0}};
+  } cases[] = {{0, 0, size},
+               {4097, 123, 3 * kMiB + 5},
+               {size - 1, 0, 1},
+               {0, size - kHostPage, kHostPage},
+               {2 * kMiB, 2 * kMiB, 2 * kMiB},
+               {5, 7, 0}};
   for (const Case& c : cases) {
     ASSERT_EQ(dst->fill(0, 0, size), 0);
     std::vector<uint8_t> want(size, 0);
@@ -126,9 +139,9 @@ TEST(MemfdView, CopyToIsByteExact) {
     EXPECT_EQ(first_diff(got.data(), want.data(), size), size) << c.from << " -> " << c.to;
   }
   // A partly written source (holes between written pages) copies as the bytes it reads.
-  auto partial = make(size);
+  auto partial = make_memfd(size);
   std::vector<uint8_t> want(size, 0);
-  for (uint64_t off : {kPage * 3 + 5, 2 * kMiB - 100, 5 * kMiB}) {
+  for (uint64_t off : {kHostPage * 3 + 5, 2 * kMiB - 100, 5 * kMiB}) {
     const std::vector<uint8_t> piece = pattern(3000, static_cast<unsigned>(off));
     ASSERT_EQ(partial->write(off, piece.data(), piece.size()), 0);
     std::copy(piece.begin(), piece.end(), want.begin() + off);
@@ -146,8 +159,8 @@ TEST(MemfdView, CopyToIsByteExact) {
 
 TEST(MemfdView, CopyFromASparseSourceLeavesItSparse) {
   const uint64_t size = 4 * kMiB;
-  auto src = make(size);
-  auto dst = make(size);
+  auto src = make_memfd(size);
+  auto dst = make_memfd(size);
   ASSERT_TRUE(src && dst);
   const std::vector<uint8_t> old = pattern(size, 5);
   ASSERT_EQ(dst->write(0, old.data(), size), 0);
@@ -155,8 +168,8 @@ TEST(MemfdView, CopyFromASparseSourceLeavesItSparse) {
   EXPECT_EQ(blocks(*src), 0) << "copying from never-written memory allocated it";
   EXPECT_EQ(read_all(*dst, 0, size), std::vector<uint8_t>(size, 0));
   // And after the source got a view (one write), copies out of its holes still allocate nothing.
-  const std::vector<uint8_t> one = pattern(kPage, 6);
-  ASSERT_EQ(src->write(0, one.data(), kPage), 0);
+  const std::vector<uint8_t> one = pattern(kHostPage, 6);
+  ASSERT_EQ(src->write(0, one.data(), kHostPage), 0);
   const long long after_write = blocks(*src);
   ASSERT_EQ(src->copy_to(2 * kMiB, *dst, 0, 2 * kMiB), 0);
   EXPECT_EQ(blocks(*src), after_write);
@@ -167,7 +180,7 @@ TEST(MemfdView, CopyFromASparseSourceLeavesItSparse) {
 // they do not bring the pages back.
 TEST(MemfdView, ZeroFillPunchesAndReadsDoNotReallocate) {
   const uint64_t size = 8 * kMiB;
-  auto mem = make(size);
+  auto mem = make_memfd(size);
   ASSERT_NE(mem, nullptr);
   const std::vector<uint8_t> data = pattern(size, 7);
   ASSERT_EQ(mem->write(0, data.data(), size), 0);
@@ -183,9 +196,9 @@ TEST(MemfdView, ZeroFillPunchesAndReadsDoNotReallocate) {
   EXPECT_EQ(first_diff(all.data() + 6 * kMiB, data.data() + 6 * kMiB, 2 * kMiB), 2 * kMiB);
   EXPECT_EQ(blocks(*mem), punched) << "reading zero-filled memory allocated it again";
   // An unaligned zero fill: the edges are written, the whole pages inside are punched.
-  ASSERT_EQ(mem->fill(100, 0, 3 * kPage), 0);
+  ASSERT_EQ(mem->fill(100, 0, 3 * kHostPage), 0);
   std::vector<uint8_t> want = data;
-  std::fill(want.begin() + 100, want.begin() + 100 + 3 * kPage, 0);
+  std::fill(want.begin() + 100, want.begin() + 100 + 3 * kHostPage, 0);
   std::fill(want.begin() + 2 * kMiB, want.begin() + 6 * kMiB, 0);
   EXPECT_EQ(first_diff(read_all(*mem, 0, size).data(), want.data(), size), size);
 }

@@ -5,17 +5,18 @@
 // leaves the pages on the host), and the "managed" statistics are the unit's counters.
 #include "drivers/emu/unified/emu_unified.h"
 
-#include <cerrno>
+#include <gtest/gtest.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 #include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
-#include <gtest/gtest.h>
-
 #include "drivers/emu/device/emu_device_backend.h"
+#include "unit/testing/endpoints.h"
 #include "unit/testing/recording_listener.h"
 
 namespace aclvmm::dev::emu {
@@ -23,10 +24,8 @@ namespace {
 
 constexpr uint64_t kPage = kManagedPage;
 
-CopyEndpoint managed(uint64_t va) { return CopyEndpoint{va, EndpointKind::kManaged}; }
-CopyEndpoint host(const void* p) {
-  return CopyEndpoint{reinterpret_cast<uint64_t>(p), EndpointKind::kHostMemory};
-}
+using testing::host;
+using testing::managed;
 
 class Counters final : public StatisticsVisitor {
  public:

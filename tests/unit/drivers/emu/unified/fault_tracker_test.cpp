@@ -26,7 +26,6 @@ using os::MemfdMemory;
 using os::PhysicalMemory;
 using std::chrono::milliseconds;
 
-constexpr uint64_t kMiB = 1ull << 20;
 constexpr uint64_t kHuge = 2 * kMiB;
 constexpr uint64_t kSize = 4 * kMiB;
 
