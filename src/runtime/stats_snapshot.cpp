@@ -2,9 +2,16 @@
 
 #include <cstdio>
 
+#include "base/handle_table.h"
 #include "observability/log.h"
 #include "observability/stats.h"
+#include "runtime/config.h"
 #include "runtime/runtime.h"
+#include "vmm/address_space.h"
+#include "vmm/device_directory.h"
+#include "vmm/managed.h"
+#include "vmm/physical.h"
+#include "vmm/share.h"
 
 namespace aclvmm {
 namespace {

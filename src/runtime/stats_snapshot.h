@@ -5,17 +5,18 @@
 
 #include <string>
 
-#include "base/handle_table.h"
-#include "runtime/config.h"
-#include "vmm/address_space.h"
-#include "vmm/device_directory.h"
-#include "vmm/managed.h"
-#include "vmm/physical.h"
-#include "vmm/share.h"
-
 namespace aclvmm {
 
+// Only named here: the snapshot's .cpp includes what it reads.
+class AddressSpace;
+class DeviceDirectory;
+class ManagedMemory;
 class Runtime;
+class ShareService;
+struct Config;
+struct PhysicalAllocation;
+template <typename T>
+class HandleTable;
 
 // What a snapshot reads: one start's configuration, the devices' pools, and the objects the
 // runtime holds. A Runtime gives its own (below); a unit test gives the pieces it built over

@@ -62,8 +62,9 @@ class Vmm {
  private:
   // Drops one mapping's references to `handle`; the last reference removes it from the table.
   void release_ref(uint64_t handle);
-  // The runtime asks the driver whether host NUMA memory exists before the driver sees it.
-  Status host_numa_supported();
+  // The runtime asks the driver whether host NUMA memory exists before the driver sees it: the
+  // host's NUMA node count, or why there is no host NUMA memory.
+  StatusOr<int> host_numa_nodes();
   // The host's page size, asked of the backend once: pointer queries report it for host memory,
   // and a virtual call through the injection decorator on every query cost them 10 % of their
   // time. It never changes within a process, whichever backend a restart opens.

@@ -81,7 +81,7 @@ Status Vmm::device_free(uint64_t ptr) {
 
 StatusOr<uint64_t> Vmm::host_malloc(uint64_t size) {
   ACLVMM_RETURN_IF_ERROR(rt_.current_context().status());
-  const uint64_t page = rt_.device()->host().page_size();
+  const uint64_t page = host_page();
   uint64_t bytes = round_up(round_up(size, 32), page);
   auto out_of_memory = [&] {
     return Error(ACL_ERROR_RT_MEMORY_ALLOCATION,

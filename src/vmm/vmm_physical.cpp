@@ -22,20 +22,24 @@ Status bad_handle() {
 }  // namespace
 
 // behavior.md §1, FEATURE_SVM_VMM_NORMAL_GRANULARITY.
-Status Vmm::host_numa_supported() {
+StatusOr<int> Vmm::host_numa_nodes() {
   if (!rt_.host_numa()) {
     return Error(ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
                  "host NUMA memory is not supported: ACLVMM_HOST_NUMA=off emulates a host without "
                  "NUMA");
   }
-  if (rt_.device()->host().numa_node_count() == 0) {
-    return Error(ACL_ERROR_RT_FEATURE_NOT_SUPPORT, "this host has no NUMA support");
-  }
-  return Status::Ok();
+  const auto& device = rt_.device();
+  if (device == nullptr) return no_device_opened();
+  const int nodes = device->host().numa_node_count();
+  if (nodes == 0) return Error(ACL_ERROR_RT_FEATURE_NOT_SUPPORT, "this host has no NUMA support");
+  return nodes;
 }
 
 StatusOr<uint64_t> Vmm::malloc_physical(uint64_t size, const PhysicalSpec& spec) {
-  if (spec.side == Side::kHostNuma) ACLVMM_RETURN_IF_ERROR(host_numa_supported());
+  int numa_nodes = 0;
+  if (spec.side == Side::kHostNuma) {
+    ACLVMM_ASSIGN_OR_RETURN(numa_nodes, host_numa_nodes());
+  }
   if (!rt_.svm_ready()) return no_device_opened();
   if (spec.reserve != 0) return Error(ACL_ERROR_RT_PARAM_INVALID, "prop->reserve must be 0");
   if (spec.side == Side::kHost && spec.device != 0) {
@@ -49,8 +53,7 @@ StatusOr<uint64_t> Vmm::malloc_physical(uint64_t size, const PhysicalSpec& spec)
                                                  " is out of range");
   }
   if (spec.side == Side::kHostNuma) {
-    const int nodes = rt_.device()->host().numa_node_count();
-    if (spec.device < 0 || spec.device >= (nodes > 0 ? nodes : 1)) {
+    if (spec.device < 0 || spec.device >= numa_nodes) {
       return Error(ACL_ERROR_RT_PARAM_INVALID, "NUMA node " + std::to_string(spec.device) +
                                                    " does not exist on this host");
     }
