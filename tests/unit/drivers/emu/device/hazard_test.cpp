@@ -132,7 +132,6 @@ TEST(HazardConcurrency, ReadersNeverKeepAnEntryTheMmuClearedAndFreed) {
   std::atomic<long> poisoned{0};
   std::atomic<long> reads{0};
   std::thread reader([&] {
-    long local_reads = 0;
     while (!stop.load(std::memory_order_relaxed)) {
       if (MmuEntry* e = table.protect(0, kVa)) {
         for (int k = 0; k < 16; ++k) {  // held a while, as a copy holds it to take a reference
@@ -142,14 +141,19 @@ TEST(HazardConcurrency, ReadersNeverKeepAnEntryTheMmuClearedAndFreed) {
           }
         }
         hazard::release(0);
-        ++local_reads;
+        reads.fetch_add(1, std::memory_order_relaxed);
       }
     }
-    reads.store(local_reads);
   });
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(400);
+  // 400 ms at least, and until the reader has caught the entry a thousand times (on a loaded
+  // machine it may not run at first); 20 s at most.
+  const auto start = std::chrono::steady_clock::now();
+  const auto deadline = start + std::chrono::milliseconds(400);
+  const auto limit = start + std::chrono::seconds(20);
   long cycles = 0;
-  while (std::chrono::steady_clock::now() < deadline || cycles < 1000) {
+  for (;;) {
+    const auto now = std::chrono::steady_clock::now();
+    if (now >= limit || (now >= deadline && cycles >= 1000 && reads.load() >= 1000)) break;
     const size_t i = static_cast<size_t>(cycles) % entries.size();
     MmuEntry* entry = &entries[i];
     entry->va = kVa;
@@ -157,6 +161,9 @@ TEST(HazardConcurrency, ReadersNeverKeepAnEntryTheMmuClearedAndFreed) {
     freed[i].store(false, std::memory_order_relaxed);
     ASSERT_TRUE(table.prepare(kVa, kLive).ok());
     table.publish(entry);
+    if (cycles % 64 == 0) {  // now and then the entry stays published a while for the reader
+      for (int k = 0; k < 2000; ++k) std::atomic_signal_fence(std::memory_order_seq_cst);
+    }
     table.clear(kVa, kLive);
     hazard::wait_unprotected(entry);
     freed[i].store(true, std::memory_order_relaxed);  // a reader that still holds it sees this
@@ -165,7 +172,7 @@ TEST(HazardConcurrency, ReadersNeverKeepAnEntryTheMmuClearedAndFreed) {
   stop = true;
   reader.join();
   EXPECT_EQ(poisoned.load(), 0) << "over " << cycles << " map/unmap cycles";
-  EXPECT_GT(reads.load(), 0);
+  EXPECT_GE(reads.load(), 1000) << "the reader hardly ran: the race was not exercised";
 }
 
 TEST(HazardTest, AForkedChildNeverWaitsForTheParentsThreads) {
