@@ -89,6 +89,36 @@ void CommandQueues::destroy(QueueId id) {
   delete q;
 }
 
+void CommandQueues::cancel(QueueId id) {
+  Queue* q = of(id);
+  std::deque<Command> dropped;
+  Fence target = 0;
+  bool own = false;
+  {
+    std::lock_guard lock(q->mu);
+    if (q->stop) return;
+    dropped.swap(q->pending);
+    target = q->submitted;
+    own = std::this_thread::get_id() == q->thread_id;
+    if (q->busy) {
+      q->cancelled_behind += dropped.size();  // their fences follow the running command's
+    } else {
+      q->completed.store(q->completed.load(std::memory_order_relaxed) + dropped.size(),
+                         std::memory_order_release);
+      q->passed.notify_all();
+    }
+  }
+  const CopyOutcome cancelled{Result::from_errno(ECANCELED), CopyOutcome::Side::kNone, 0};
+  for (const Command& c : dropped) {
+    if (c.completion.done) c.completion.done(c.completion.context, cancelled);
+  }
+  if (own) return;  // the running command is the caller: it passes when it returns
+  std::unique_lock lock(q->mu);
+  q->passed.wait(lock, [q, target] {
+    return q->stop || q->completed.load(std::memory_order_relaxed) >= target;
+  });
+}
+
 Result CommandQueues::submit(QueueId id, const Command& command, Fence* fence) {
   Queue* q = of(id);
   std::lock_guard lock(q->mu);
@@ -154,6 +184,7 @@ void CommandQueues::run(Queue* q) {
     if (q->stop) break;
     const Command c = std::move(q->pending.front());
     q->pending.pop_front();
+    q->busy = true;
     lock.unlock();
     const CopyOutcome outcome = execute(c);
     // A host task forked and this is the child, where this thread is all there is: the
@@ -161,8 +192,10 @@ void CommandQueues::run(Queue* q) {
     if (::getpid() != q->pid) return;
     if (c.completion.done) c.completion.done(c.completion.context, outcome);
     lock.lock();
-    q->completed.store(q->completed.load(std::memory_order_relaxed) + 1,
+    q->completed.store(q->completed.load(std::memory_order_relaxed) + 1 + q->cancelled_behind,
                        std::memory_order_release);
+    q->cancelled_behind = 0;
+    q->busy = false;
     q->passed.notify_all();
   }
   const bool orphaned = q->orphaned;

@@ -51,6 +51,9 @@ class CommandQueues {
 
   Result create(const QueueConfig& config, QueueId* out);
   void destroy(QueueId queue);
+  // CopyEngine::cancel: the queue's pending commands get kCancelled; returns once the command
+  // running at the call (if any) has finished, with every fence given so far passed.
+  void cancel(QueueId queue);
   Result submit(QueueId queue, const Command& command, Fence* fence);
   Result wait(QueueId queue, Fence fence, int timeout_ms);
   Fence completed(QueueId queue) const;
@@ -73,6 +76,8 @@ class CommandQueues {
     std::deque<Command> pending;
     Fence submitted = 0;
     std::atomic<Fence> completed{0};
+    bool busy = false;         // a command is executing (popped, its fence not yet passed)
+    Fence cancelled_behind = 0;  // fences cancel() dropped behind the busy one: they pass with it
     bool stop = false;
     bool orphaned = false;  // destroyed from its own thread: the thread frees the queue
     std::thread thread;

@@ -50,6 +50,12 @@
 // - destroy_queue(): drops the commands that have not started (their completions get kCancelled),
 //   waits for the running one, and frees the queue. From the queue's own thread (a host task
 //   that ends the process) it does not wait for itself.
+// - cancel(): the same drop, but the queue stays (aclrtStreamAbort): the commands queued when it
+//   is called and not started get kCancelled, it returns once the running one has finished, and
+//   every fence given so far has passed then (cancelled fences pass with the running command).
+//   Commands submitted meanwhile run as usual. From the queue's own thread it drops the others
+//   and does not wait for itself. A running host task that must stop early (a wait on memory)
+//   is the core's to interrupt: the backend stops no running command.
 // - kHostTask: `run` is called on the queue's thread when the queue reaches it; the task may
 //   call any core function (copies, allocations, submits to any queue including its own, which
 //   run after it), except waiting for its own queue. Its Result is the command's outcome.
@@ -144,6 +150,7 @@ class CopyEngine {
 
   virtual Result create_queue(const QueueConfig& config, QueueId* out) = 0;
   virtual void destroy_queue(QueueId queue) = 0;
+  virtual void cancel(QueueId queue) = 0;
   virtual Result submit(QueueId queue, const Command& command, Fence* fence) = 0;
   virtual Result wait(QueueId queue, Fence fence, int timeout_ms) = 0;
   virtual Fence completed(QueueId queue) const = 0;

@@ -18,6 +18,7 @@ class CopyEngineBase : public CopyEngine {
     return queues_.create(config, out);
   }
   void destroy_queue(QueueId queue) override { queues_.destroy(queue); }
+  void cancel(QueueId queue) override { queues_.cancel(queue); }
   Result submit(QueueId queue, const Command& command, Fence* fence) override {
     return queues_.submit(queue, command, fence);
   }

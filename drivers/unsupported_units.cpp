@@ -35,6 +35,7 @@ Result UnsupportedCopyEngine::create_queue(const QueueConfig&, QueueId*) {
   return not_supported();
 }
 void UnsupportedCopyEngine::destroy_queue(QueueId) {}
+void UnsupportedCopyEngine::cancel(QueueId) {}
 Result UnsupportedCopyEngine::submit(QueueId, const Command&, Fence*) { return not_supported(); }
 Result UnsupportedCopyEngine::wait(QueueId, Fence, int) { return not_supported(); }
 Fence UnsupportedCopyEngine::completed(QueueId) const { return 0; }

@@ -61,6 +61,7 @@ class UnsupportedCopyEngine final : public CopyEngine {
   CopyOutcome fill(const FillRequest& request) override;
   Result create_queue(const QueueConfig& config, QueueId* out) override;
   void destroy_queue(QueueId queue) override;
+  void cancel(QueueId queue) override;
   Result submit(QueueId queue, const Command& command, Fence* fence) override;
   Result wait(QueueId queue, Fence fence, int timeout_ms) override;
   Fence completed(QueueId queue) const override;

@@ -42,6 +42,10 @@ void FakeCopyEngine::destroy_queue(QueueId queue) {
   if (!dead(queue)) CopyEngineBase::destroy_queue(queue);
 }
 
+void FakeCopyEngine::cancel(QueueId queue) {
+  if (!dead(queue)) CopyEngineBase::cancel(queue);
+}
+
 Result FakeCopyEngine::submit(QueueId queue, const Command& command, Fence* fence) {
   if (dead(queue) || fence == nullptr) return Result::from_errno(EINVAL);
   return CopyEngineBase::submit(queue, command, fence);

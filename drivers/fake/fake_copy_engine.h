@@ -34,6 +34,7 @@ class FakeCopyEngine final : public CopyEngineBase {
   CopyOutcome fill(const FillRequest& request) override;
 
   void destroy_queue(QueueId queue) override;
+  void cancel(QueueId queue) override;
   Result submit(QueueId queue, const Command& command, Fence* fence) override;
   Result wait(QueueId queue, Fence fence, int timeout_ms) override;
   Fence completed(QueueId queue) const override;

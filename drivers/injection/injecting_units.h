@@ -115,6 +115,7 @@ class InjectingCopyEngine final : public CopyEngine {
   CopyOutcome fill(const FillRequest& request) override;
   Result create_queue(const QueueConfig& config, QueueId* out) override;
   void destroy_queue(QueueId queue) override { inner_.destroy_queue(queue); }
+  void cancel(QueueId queue) override { inner_.cancel(queue); }
   // An injected failure queues nothing, so the completion never runs (copy_engine.h).
   Result submit(QueueId queue, const Command& command, Fence* fence) override;
   Result wait(QueueId queue, Fence fence, int timeout_ms) override {

@@ -1,7 +1,10 @@
 /*
  * aclvmm - ACL runtime API: devices, contexts, streams, plain device memory,
  * virtual memory management (VMM), memory sharing between processes,
- * managed (unified) memory and version queries.
+ * managed (unified) memory and version queries, plus the runtime calls that
+ * clients use next to them: timed synchronisation, stream abort, IPC memory
+ * by key, device id conversions, host memory registration, batch copies,
+ * stream value write / wait, and kernel loading and launch.
  *
  * All functions return ACL_SUCCESS (0) on success or an error code from
  * acl_base_rt.h / error_codes/rt_error_codes.h.
@@ -19,6 +22,15 @@
 #define ACL_DEPRECATED __attribute__((deprecated))
 #else
 #define ACL_DEPRECATED
+#endif
+#endif
+
+/* Like ACL_DEPRECATED, with a text the compiler shows where the name is used. */
+#ifndef ACL_DEPRECATED_MESSAGE
+#if defined(__GNUC__)
+#define ACL_DEPRECATED_MESSAGE(message) __attribute__((deprecated(message)))
+#else
+#define ACL_DEPRECATED_MESSAGE(message)
 #endif
 #endif
 
@@ -41,9 +53,19 @@ extern "C" {
 #define ACL_RT_VMM_EXPORT_FLAG_DEFAULT 0x0UL
 #define ACL_RT_VMM_EXPORT_FLAG_DISABLE_PID_VALIDATION 0x1UL /* importer pid need not be whitelisted */
 
-/* Export flags of the IPC-key memory sharing API. */
+/* Export flags of the IPC-key memory sharing API (`flags` of aclrtIpcMemGetExportKey). */
 #define ACL_RT_IPC_MEM_EXPORT_FLAG_DEFAULT 0x0UL
-#define ACL_RT_IPC_MEM_EXPORT_FLAG_DISABLE_PID_VALIDATION 0x1UL
+#define ACL_RT_IPC_MEM_EXPORT_FLAG_DISABLE_PID_VALIDATION 0x1UL /* any process may import the key */
+
+/* `flags` of aclrtIpcMemImportByKey. */
+#define ACL_RT_IPC_MEM_IMPORT_FLAG_DEFAULT 0x0UL
+#define ACL_RT_IPC_MEM_IMPORT_FLAG_ENABLE_PEER_ACCESS 0x1UL /* also enable peer access to the exporter's device */
+
+/* `attr` values of aclrtIpcMemSetAttr with ACL_RT_IPC_MEM_ATTR_ACCESS_LINK. */
+#define ACL_RT_IPC_MEM_ATTR_ACCESS_LINK_SIO 0
+#define ACL_RT_IPC_MEM_ATTR_ACCESS_LINK_HCCS 1
+#define ACL_RT_IPC_MEM_ATTR_ACCESS_LINK_UB_ONE_PORT_PATH 2
+#define ACL_RT_IPC_MEM_ATTR_ACCESS_LINK_UB_MULTI_PORT_PATH 3
 
 /* Memory type bits used by the memory-type check API. */
 #define ACL_RT_MEM_TYPE_DEV 0x2U
@@ -54,12 +76,45 @@ extern "C" {
 #define ACL_PKG_VERSION_MAX_SIZE 128
 #define ACL_PKG_VERSION_PARTS_MAX_SIZE 64
 
+/* `flag` bits of aclrtHostRegisterV2. */
+#define ACL_HOST_REG_MAPPED 0x2UL         /* map the range for the current device */
+#define ACL_HOST_REG_IOMEMORY 0x4UL       /* reserved */
+#define ACL_HOST_REG_READONLY 0x8UL       /* reserved */
+#define ACL_HOST_REG_PINNED 0x10000000UL  /* keep the pages resident */
+
+/* `flag` bits of aclrtCreateStreamWithConfig. */
+#define ACL_STREAM_FAST_LAUNCH 0x00000001U
+#define ACL_STREAM_FAST_SYNC 0x00000002U
+#define ACL_STREAM_PERSISTENT 0x00000004U
+#define ACL_STREAM_HUGE 0x00000008U
+#define ACL_STREAM_CPU_SCHEDULE 0x00000010U
+#define ACL_STREAM_DEVICE_USE_ONLY 0x00000020U
+
+/* Conditions (`flag`) of aclrtValueWait on the 64-bit word at devAddr. */
+#define ACL_STREAM_WAIT_VALUE_GEQ 0x00000000U /* (int64_t)(word - value) >= 0 */
+#define ACL_STREAM_WAIT_VALUE_EQ 0x00000001U  /* word == value */
+#define ACL_STREAM_WAIT_VALUE_AND 0x00000002U /* (word & value) != 0 */
+#define ACL_STREAM_WAIT_VALUE_NOR 0x00000003U /* ~(word | value) != 0 */
+
+/* Kernel binary magic numbers (ACL_RT_BINARY_LOAD_OPT_MAGIC; not accepted when loading from a file). */
+#define ACL_RT_BINARY_MAGIC_ELF_AICORE 0x43554245U
+#define ACL_RT_BINARY_MAGIC_ELF_VECTOR_CORE 0x41415246U
+#define ACL_RT_BINARY_MAGIC_ELF_CUBE_CORE 0x41494343U
+
 /* ------------------------------------------------------------------------ */
 /* Types                                                                    */
 /* ------------------------------------------------------------------------ */
 
 /* Opaque handle of a physical memory allocation (VMM). */
 typedef void *aclrtDrvMemHandle;
+
+/* Opaque handles of kernel loading and launch: a kernel binary, a loaded binary, a kernel in it,
+   a kernel's parameter buffer and one parameter in that buffer. */
+typedef void *aclrtBinary;
+typedef void *aclrtBinHandle;
+typedef void *aclrtFuncHandle;
+typedef void *aclrtArgsHandle;
+typedef void *aclrtParamHandle;
 
 /* Placement / page-size policy of aclrtMalloc. */
 typedef enum aclrtMemMallocPolicy {
@@ -222,6 +277,48 @@ typedef enum aclrtRunMode {
     ACL_HOST = 1
 } aclrtRunMode;
 
+/* Attribute set by aclrtIpcMemSetAttr (no tag). */
+typedef enum {
+    ACL_RT_IPC_MEM_ATTR_ACCESS_LINK = 0 /* value: ACL_RT_IPC_MEM_ATTR_ACCESS_LINK_* */
+} aclrtIpcMemAttrType;
+
+/* Kind of registration made by aclrtHostRegister (no tag); IOMEMORY and READONLY are reserved. */
+typedef enum {
+    ACL_HOST_REGISTER_MAPPED = 0,
+    ACL_HOST_REGISTER_IOMEMORY = 4,
+    ACL_HOST_REGISTER_READONLY = 8
+} aclrtHostRegisterType;
+
+/* Option of aclrtBinaryLoadFromFile; LAZY_MAGIC is the older name of MAGIC. */
+typedef enum aclrtBinaryLoadOptionType {
+    ACL_RT_BINARY_LOAD_OPT_LAZY_LOAD = 1,
+    ACL_RT_BINARY_LOAD_OPT_LAZY_MAGIC = 2,
+    ACL_RT_BINARY_LOAD_OPT_MAGIC = 2,
+    ACL_RT_BINARY_LOAD_OPT_CPU_KERNEL_MODE = 3
+} aclrtBinaryLoadOptionType;
+
+/* Attribute of aclrtLaunchKernelWithConfig; LOCAL_MEMORY_SIZE is the deprecated name of DYN_UBUF_SIZE. */
+typedef enum aclrtLaunchKernelAttrId {
+    ACL_RT_LAUNCH_KERNEL_ATTR_SCHEM_MODE = 1,
+    ACL_RT_LAUNCH_KERNEL_ATTR_LOCAL_MEMORY_SIZE ACL_DEPRECATED_MESSAGE(
+        "ACL_RT_LAUNCH_KERNEL_ATTR_LOCAL_MEMORY_SIZE is deprecated, "
+        "use ACL_RT_LAUNCH_KERNEL_ATTR_DYN_UBUF_SIZE") = 2,
+    ACL_RT_LAUNCH_KERNEL_ATTR_DYN_UBUF_SIZE = 2,
+    ACL_RT_LAUNCH_KERNEL_ATTR_ENGINE_TYPE = 3,
+    ACL_RT_LAUNCH_KERNEL_ATTR_BLOCKDIM_OFFSET = 4,
+    ACL_RT_LAUNCH_KERNEL_ATTR_BLOCK_TASK_PREFETCH = 5,
+    ACL_RT_LAUNCH_KERNEL_ATTR_DATA_DUMP = 6,
+    ACL_RT_LAUNCH_KERNEL_ATTR_TIMEOUT = 7,    /* seconds (uint16_t) */
+    ACL_RT_LAUNCH_KERNEL_ATTR_TIMEOUT_US = 8, /* microseconds (aclrtTimeoutUs) */
+    ACL_RT_LAUNCH_KERNEL_ATTR_ENABLE_PROFILING = 9
+} aclrtLaunchKernelAttrId;
+
+/* Core kind a launch attribute names (no tag). */
+typedef enum {
+    ACL_RT_ENGINE_TYPE_AIC = 0,
+    ACL_RT_ENGINE_TYPE_AIV = 1
+} aclrtEngineType;
+
 /* A memory location: a device / NUMA id plus its kind (8 bytes). */
 typedef struct aclrtMemLocation {
     uint32_t id;
@@ -277,6 +374,74 @@ typedef struct aclCANNPackageVersion {
     char reserved[ACL_PKG_VERSION_MAX_SIZE];
 } aclCANNPackageVersion;
 
+/* Processes of one server allowed to import an IPC key (24 bytes; 4 padding bytes at 4; no tag). */
+typedef struct {
+    uint32_t sdid;
+    int32_t *pid;
+    size_t num;
+} aclrtServerPid;
+
+/* Locations of one group of aclrtMemcpyBatch entries; rsv must be zero (32 bytes; no tag). */
+typedef struct {
+    aclrtMemLocation dstLoc;
+    aclrtMemLocation srcLoc;
+    uint8_t rsv[16];
+} aclrtMemcpyBatchAttr;
+
+/* Value of a binary load option, read according to its type (16 bytes). */
+typedef union aclrtBinaryLoadOptionValue {
+    uint32_t isLazyLoad;
+    uint32_t magic;
+    int32_t cpuKernelMode;
+    uint32_t rsv[4];
+} aclrtBinaryLoadOptionValue;
+
+/* One binary load option (20 bytes, 4-byte aligned: arrays have a 20-byte stride; no tag). */
+typedef struct {
+    aclrtBinaryLoadOptionType type;
+    aclrtBinaryLoadOptionValue value;
+} aclrtBinaryLoadOption;
+
+/* The options of aclrtBinaryLoadFromFile: options[0..numOpt) (16 bytes). */
+typedef struct aclrtBinaryLoadOptions {
+    aclrtBinaryLoadOption *options;
+    size_t numOpt;
+} aclrtBinaryLoadOptions;
+
+/* A 64-bit microsecond timeout split into two 32-bit halves (8 bytes, 4-byte aligned; no tag). */
+typedef struct {
+    uint32_t timeoutLow;
+    uint32_t timeoutHigh;
+} aclrtTimeoutUs;
+
+/* Value of a launch attribute, read according to its id (16 bytes); localMemorySize is the
+   deprecated name of dynUBufSize. */
+typedef union aclrtLaunchKernelAttrValue {
+    uint8_t schemMode;
+    uint32_t localMemorySize ACL_DEPRECATED_MESSAGE("localMemorySize is deprecated, use dynUBufSize");
+    uint32_t dynUBufSize;
+    aclrtEngineType engineType;
+    uint32_t blockDimOffset;
+    uint8_t isBlockTaskPrefetch;
+    uint8_t isDataDump;
+    uint16_t timeout;
+    aclrtTimeoutUs timeoutUs;
+    uint8_t enableProfiling;
+    uint32_t rsv[4];
+} aclrtLaunchKernelAttrValue;
+
+/* One launch attribute (20 bytes, 4-byte aligned: arrays have a 20-byte stride). */
+typedef struct aclrtLaunchKernelAttr {
+    aclrtLaunchKernelAttrId id;
+    aclrtLaunchKernelAttrValue value;
+} aclrtLaunchKernelAttr;
+
+/* The launch configuration of aclrtLaunchKernelWithConfig: attrs[0..numAttrs) (16 bytes). */
+typedef struct aclrtLaunchKernelCfg {
+    aclrtLaunchKernelAttr *attrs;
+    size_t numAttrs;
+} aclrtLaunchKernelCfg;
+
 /* ------------------------------------------------------------------------ */
 /* Initialization, errors and versions                                      */
 /* ------------------------------------------------------------------------ */
@@ -326,6 +491,10 @@ ACL_FUNC_VISIBILITY aclError aclrtGetDeviceCount(uint32_t *count);
 /* Waits until all work queued on the current device has finished. */
 ACL_FUNC_VISIBILITY aclError aclrtSynchronizeDevice(void);
 
+/* Like aclrtSynchronizeDevice, for at most timeout ms in all (-1: no limit); on expiry returns
+   ACL_ERROR_RT_STREAM_SYNC_TIMEOUT and the queued work keeps running. */
+ACL_FUNC_VISIBILITY aclError aclrtSynchronizeDeviceWithTimeout(int32_t timeout);
+
 /* Reports whether deviceId can directly access memory of peerDeviceId (*canAccessPeer = 1 / 0). */
 ACL_FUNC_VISIBILITY aclError aclrtDeviceCanAccessPeer(int32_t *canAccessPeer, int32_t deviceId,
                                                       int32_t peerDeviceId);
@@ -344,6 +513,33 @@ ACL_FUNC_VISIBILITY aclError aclrtDeviceGetUuid(int32_t deviceId, aclrtUuid *uui
 
 /* Reports whether the application runs on the device or on a host. */
 ACL_FUNC_VISIBILITY aclError aclrtGetRunMode(aclrtRunMode *runMode);
+
+/*
+ * Device id conversions between the user id (aclrtSetDevice's numbering, an index into
+ * ASCEND_RT_VISIBLE_DEVICES when set), the driver's logical id and the physical chip id (equal
+ * to the logical id in aclvmm). None needs a context. As in the vendor stack, the two
+ * "logic <-> phy" calls take / return user ids, like the "user <-> phy" pair.
+ */
+
+/* Converts the user device id userDevid to the driver's logical id. */
+ACL_FUNC_VISIBILITY aclError aclrtGetLogicDevIdByUserDevId(const int32_t userDevid, int32_t *const logicDevId);
+
+/* Converts the driver's logical device id logicDevId to the user id. */
+ACL_FUNC_VISIBILITY aclError aclrtGetUserDevIdByLogicDevId(const int32_t logicDevId, int32_t *const userDevid);
+
+/* Converts the physical device id phyDevId; despite the name it returns the user id (as
+   aclrtGetUserDevIdByPhyDevId does). */
+ACL_FUNC_VISIBILITY aclError aclrtGetLogicDevIdByPhyDevId(const int32_t phyDevId, int32_t *const logicDevId);
+
+/* Converts to the physical device id; despite the name it takes a user id (as
+   aclrtGetPhyDevIdByUserDevId does). */
+ACL_FUNC_VISIBILITY aclError aclrtGetPhyDevIdByLogicDevId(const int32_t logicDevId, int32_t *const phyDevId);
+
+/* Converts the physical device id phyDevId to the user id. */
+ACL_FUNC_VISIBILITY aclError aclrtGetUserDevIdByPhyDevId(const int32_t phyDevId, int32_t *const userDevId);
+
+/* Converts the user device id userDevId to the physical id. */
+ACL_FUNC_VISIBILITY aclError aclrtGetPhyDevIdByUserDevId(const int32_t userDevId, int32_t *const phyDevId);
 
 /* ------------------------------------------------------------------------ */
 /* Contexts and streams                                                     */
@@ -364,6 +560,10 @@ ACL_FUNC_VISIBILITY aclError aclrtGetCurrentContext(aclrtContext *context);
 /* Creates a stream in the current context. */
 ACL_FUNC_VISIBILITY aclError aclrtCreateStream(aclrtStream *stream);
 
+/* Creates a stream in the current context with ACL_STREAM_* flags (priority is reserved). aclvmm
+   refuses PERSISTENT, CPU_SCHEDULE and DEVICE_USE_ONLY; the other flags behave like aclrtCreateStream. */
+ACL_FUNC_VISIBILITY aclError aclrtCreateStreamWithConfig(aclrtStream *stream, uint32_t priority, uint32_t flag);
+
 /* Destroys a stream after the work already queued on it completes. */
 ACL_FUNC_VISIBILITY aclError aclrtDestroyStream(aclrtStream stream);
 
@@ -372,6 +572,21 @@ ACL_FUNC_VISIBILITY aclError aclrtDestroyStreamForce(aclrtStream stream);
 
 /* Waits until all work queued on stream has finished. */
 ACL_FUNC_VISIBILITY aclError aclrtSynchronizeStream(aclrtStream stream);
+
+/* Like aclrtSynchronizeStream, for at most timeout ms (-1: no limit); on expiry returns
+   ACL_ERROR_RT_STREAM_SYNC_TIMEOUT and the queued work keeps running. */
+ACL_FUNC_VISIBILITY aclError aclrtSynchronizeStreamWithTimeout(aclrtStream stream, int32_t timeout);
+
+/* Discards every task of stream that has not started (in aclvmm a running one finishes); waiting
+   synchronisations return ACL_ERROR_RT_STREAM_ABORT, and the stream is empty and usable again. */
+ACL_FUNC_VISIBILITY aclError aclrtStreamAbort(aclrtStream stream);
+
+/* Queues on stream a store of the 64-bit value at devAddr (device memory, 8-byte aligned); flag must be 0. */
+ACL_FUNC_VISIBILITY aclError aclrtValueWrite(void *devAddr, uint64_t value, uint32_t flag, aclrtStream stream);
+
+/* Blocks stream (not the caller) until the 64-bit word at devAddr meets the ACL_STREAM_WAIT_VALUE_*
+   condition flag against value; there is no timeout (aclrtStreamAbort discards the wait). */
+ACL_FUNC_VISIBILITY aclError aclrtValueWait(void *devAddr, uint64_t value, uint32_t flag, aclrtStream stream);
 
 /* ------------------------------------------------------------------------ */
 /* Plain device / host memory                                               */
@@ -403,6 +618,19 @@ ACL_FUNC_VISIBILITY aclError aclrtMemcpy(void *dst, size_t destMax, const void *
 ACL_FUNC_VISIBILITY aclError aclrtMemcpyAsync(void *dst, size_t destMax, const void *src, size_t count,
                                               aclrtMemcpyKind kind, aclrtStream stream);
 
+/* Copies numBatches host<->device entries (sizes[i] bytes from srcs[i] to dsts[i]) whose locations
+   attrs[k] gives from entry attrsIndexes[k] on; every entry is checked before anything is copied.
+   When an entry's check or copy fails, *failIndex names it. */
+ACL_FUNC_VISIBILITY aclError aclrtMemcpyBatch(void **dsts, size_t *destMaxs, void **srcs, size_t *sizes,
+                                              size_t numBatches, aclrtMemcpyBatchAttr *attrs,
+                                              size_t *attrsIndexes, size_t numAttrs, size_t *failIndex);
+
+/* Like aclrtMemcpyBatch, but queues the copies on stream in entry order. */
+ACL_FUNC_VISIBILITY aclError aclrtMemcpyBatchAsync(void **dsts, size_t *destMaxs, void **srcs, size_t *sizes,
+                                                   size_t numBatches, aclrtMemcpyBatchAttr *attrs,
+                                                   size_t *attrsIndexes, size_t numAttrs, size_t *failIndex,
+                                                   aclrtStream stream);
+
 /* Sets count bytes at devPtr (capacity maxCount) to the byte value; synchronous. */
 ACL_FUNC_VISIBILITY aclError aclrtMemset(void *devPtr, size_t maxCount, int32_t value, size_t count);
 
@@ -421,6 +649,26 @@ ACL_FUNC_VISIBILITY aclError aclrtMemGetAddressRange(void *ptr, void **pbase, si
 
 /* Maps the device memory [devPtr, devPtr+size) into the address space of device dstDevId. */
 ACL_FUNC_VISIBILITY aclError aclrtMemP2PMap(void *devPtr, size_t size, int32_t dstDevId, uint64_t flags);
+
+/* ------------------------------------------------------------------------ */
+/* Host memory registration                                                 */
+/* ------------------------------------------------------------------------ */
+
+/* Registers the page-aligned host range [ptr, ptr+size) for the current device's kernels and
+   stores its device address in *devPtr (in aclvmm: ptr itself); only MAPPED is supported. */
+ACL_FUNC_VISIBILITY aclError aclrtHostRegister(void *ptr, uint64_t size, aclrtHostRegisterType type,
+                                               void **devPtr);
+
+/* Registers the host range [ptr, ptr+size) with ACL_HOST_REG_* flags: MAPPED makes it reachable
+   from the current device, PINNED keeps its pages resident. */
+ACL_FUNC_VISIBILITY aclError aclrtHostRegisterV2(void *ptr, uint64_t size, uint32_t flag);
+
+/* Stores in *pDevice the device address of pHost inside a MAPPED registration of the current
+   device (in aclvmm: pHost); flag must be 0. */
+ACL_FUNC_VISIBILITY aclError aclrtHostGetDevicePointer(void *pHost, void **pDevice, uint32_t flag);
+
+/* Removes the registration of the current device whose base address is ptr. */
+ACL_FUNC_VISIBILITY aclError aclrtHostUnregister(void *ptr);
 
 /* ------------------------------------------------------------------------ */
 /* Virtual memory management                                                */
@@ -514,6 +762,34 @@ ACL_FUNC_VISIBILITY aclError aclrtMemImportFromShareableHandleV2(void *shareable
                                                                  uint64_t flags, aclrtDrvMemHandle *handle);
 
 /* ------------------------------------------------------------------------ */
+/* Sharing device memory between processes by IPC key                       */
+/* ------------------------------------------------------------------------ */
+
+/* Exports the device memory [devPtr, devPtr+size) under a new key, written to key (len >= 65 bytes:
+   up to 64 characters and a NUL); flags are ACL_RT_IPC_MEM_EXPORT_FLAG_*. */
+ACL_FUNC_VISIBILITY aclError aclrtIpcMemGetExportKey(void *devPtr, size_t size, char *key, size_t len,
+                                                     uint64_t flags);
+
+/* Whitelists the num processes (bare tgids) in pid[] to import the caller's export under key. */
+ACL_FUNC_VISIBILITY aclError aclrtIpcMemSetImportPid(const char *key, int32_t *pid, size_t num);
+
+/* Imports the memory exported under key onto the current device and stores its address in *devPtr;
+   flags are ACL_RT_IPC_MEM_IMPORT_FLAG_*. Each import needs its own aclrtIpcMemClose. */
+ACL_FUNC_VISIBILITY aclError aclrtIpcMemImportByKey(void **devPtr, const char *key, uint64_t flags);
+
+/* Closes one import of key held by the caller; without one, destroys the caller's export under key. */
+ACL_FUNC_VISIBILITY aclError aclrtIpcMemClose(const char *key);
+
+/* Sets an attribute of the caller's export under key (ACL_RT_IPC_MEM_ATTR_ACCESS_LINK: the link,
+   ACL_RT_IPC_MEM_ATTR_ACCESS_LINK_*, importers use; stored only). A3 only. */
+ACL_FUNC_VISIBILITY aclError aclrtIpcMemSetAttr(const char *key, aclrtIpcMemAttrType type, uint64_t attr);
+
+/* Whitelists, for each of the num entries, the serverPids[i].num processes in serverPids[i].pid[] to
+   import the caller's export under key (aclvmm is one server: sdid is not checked). A3 only. */
+ACL_FUNC_VISIBILITY aclError aclrtIpcMemImportPidInterServer(const char *key, aclrtServerPid *serverPids,
+                                                             size_t num);
+
+/* ------------------------------------------------------------------------ */
 /* Managed (unified) memory                                                 */
 /* ------------------------------------------------------------------------ */
 
@@ -544,6 +820,40 @@ ACL_FUNC_VISIBILITY aclError aclrtMemManagedPrefetchBatchAsync(const void **ptrs
                                                                aclrtMemManagedLocation *prefetchLocs,
                                                                size_t *prefetchLocIdxs, size_t numPrefetchLocs,
                                                                uint64_t flags, aclrtStream stream);
+
+/* ------------------------------------------------------------------------ */
+/* Kernel loading and launch                                                */
+/* ------------------------------------------------------------------------ */
+
+/* Loads the kernel binary at binPath and returns a new handle; aclvmm reads the file without
+   interpreting it, and the options are checked, then ignored. No context is needed. */
+ACL_FUNC_VISIBILITY aclError aclrtBinaryLoadFromFile(const char *binPath, aclrtBinaryLoadOptions *options,
+                                                     aclrtBinHandle *binHandle);
+
+/* Returns the kernel kernelName of the binary, loading the binary on the current device. In aclvmm
+   a kernel is a function registered under that name (aclvmmRegisterKernel or ACLVMM_KERNEL_LIBS). */
+ACL_FUNC_VISIBILITY aclError aclrtBinaryGetFunction(const aclrtBinHandle binHandle, const char *kernelName,
+                                                    aclrtFuncHandle *funcHandle);
+
+/* Unloads a binary: its handle and its function handles become invalid; queued launches still run. */
+ACL_FUNC_VISIBILITY aclError aclrtBinaryUnLoad(aclrtBinHandle binHandle);
+
+/* Empties the calling thread's parameter buffer (one per thread) and binds it to funcHandle. */
+ACL_FUNC_VISIBILITY aclError aclrtKernelArgsInit(aclrtFuncHandle funcHandle, aclrtArgsHandle *argsHandle);
+
+/* Copies paramSize bytes from param to the next 8-byte-aligned offset of the parameter buffer
+   (at most 128 parameters and 64 KiB). */
+ACL_FUNC_VISIBILITY aclError aclrtKernelArgsAppend(aclrtArgsHandle argsHandle, void *param, size_t paramSize,
+                                                   aclrtParamHandle *paramHandle);
+
+/* Marks the parameter buffer complete; a launch needs it, and appending fails afterwards. */
+ACL_FUNC_VISIBILITY aclError aclrtKernelArgsFinalize(aclrtArgsHandle argsHandle);
+
+/* Queues the kernel on stream with numBlocks and a copy of the finalized parameter buffer; the cfg
+   attributes are checked, then ignored; reserve must be NULL. */
+ACL_FUNC_VISIBILITY aclError aclrtLaunchKernelWithConfig(aclrtFuncHandle funcHandle, uint32_t numBlocks,
+                                                         aclrtStream stream, aclrtLaunchKernelCfg *cfg,
+                                                         aclrtArgsHandle argsHandle, void *reserve);
 
 #ifdef __cplusplus
 }

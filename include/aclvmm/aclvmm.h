@@ -14,6 +14,10 @@
  *   translate device addresses through the emulated device MMU with that device's access rights
  *   (exactly like aclrtMemcpy does). A failed access fails the kernel; the error is reported by the
  *   next synchronisation of the stream, as a device exception would be.
+ * - Named emulated kernels: aclvmmRegisterKernel registers a host function under a kernel name;
+ *   aclrtBinaryGetFunction finds kernels by that name, and aclrtLaunchKernelWithConfig runs the
+ *   function with the launch's block count and parameter buffer. ACLVMM_KERNEL_LIBS names shared
+ *   libraries, loaded when the runtime starts, whose constructors register kernels.
  */
 #ifndef ACLVMM_ACLVMM_H_
 #define ACLVMM_ACLVMM_H_
@@ -61,6 +65,24 @@ typedef void (*aclvmmKernelFunc)(aclvmmKernelContext *ctx, void *args);
 
 /* Queues `func(ctx, args)` on `stream` (NULL: the current context's default stream). */
 ACL_FUNC_VISIBILITY aclError aclvmmLaunchKernel(aclrtStream stream, aclvmmKernelFunc func, void *args);
+
+/* A named kernel: called once per aclrtLaunchKernelWithConfig, on the stream's worker as the stream's
+   device, with the launch's numBlocks and parameter buffer (`args`, `argsSize` bytes, valid during
+   the call only; the parameters in append order, each at an 8-byte-aligned offset) and the
+   `userData` it was registered with. */
+typedef void (*aclvmmNamedKernelFunc)(aclvmmKernelContext *ctx, uint32_t numBlocks, const void *args,
+                                      size_t argsSize, void *userData);
+
+/* Registers `func` as the kernel `name` (compared byte for byte) for aclrtBinaryGetFunction and
+   aclrtLaunchKernelWithConfig. 100000 for a NULL or empty name or a NULL func; 100031
+   (ACL_ERROR_KERNEL_ALREADY_REGISTERED) when the name is taken, the existing entry stays. The
+   registry belongs to the process: any thread, any time, before aclInit and after aclFinalize. */
+ACL_FUNC_VISIBILITY aclError aclvmmRegisterKernel(const char *name, aclvmmNamedKernelFunc func,
+                                                  void *userData);
+
+/* Removes the kernel `name`; later launches of it fail with 107017. 100000 for a NULL or empty name;
+   100029 (ACL_ERROR_KERNEL_NOT_FOUND) when it is not registered. */
+ACL_FUNC_VISIBILITY aclError aclvmmUnregisterKernel(const char *name);
 
 /* Inside a kernel: copy between device memory and the kernel's own (host) buffers. On failure the
    kernel is marked failed and the call returns the error; later accesses keep failing. */

@@ -7,9 +7,29 @@
 #include <string>
 
 #include "api/api_common.h"
+#include "runtime/device_ids.h"
 #include "runtime/runtime.h"
 
 using namespace aclvmm;
+
+namespace {
+
+// The six id conversions (runtime-extra.md §4) share their checks: the output pointer, then a
+// negative id, then the conversion against one configuration snapshot. No context is needed.
+aclError convert_id(const char* api, int32_t in, int32_t* out,
+                    StatusOr<int> (*convert)(const Config&, int)) {
+  ACLVMM_REQUIRE_NOT_NULL(api, out);
+  if (in < 0) {
+    return api::finish(api, Error(ACL_ERROR_RT_PARAM_INVALID,
+                                  "device id " + std::to_string(in) + " is negative"));
+  }
+  StatusOr<int> converted = convert(Runtime::get().config(), in);
+  if (!converted.ok()) return api::finish(api, converted.status());
+  *out = *converted;
+  return ACL_SUCCESS;
+}
+
+}  // namespace
 
 namespace {
 
@@ -92,6 +112,18 @@ aclError aclrtGetDeviceCount(uint32_t* count) {
 aclError aclrtSynchronizeDevice(void) {
   ACLVMM_API_ENTER("aclrtSynchronizeDevice");
   return api::finish(api, Runtime::get().synchronize_device());
+  ACLVMM_API_EXIT();
+}
+
+aclError aclrtSynchronizeDeviceWithTimeout(int32_t timeout) {
+  ACLVMM_API_ENTER("aclrtSynchronizeDeviceWithTimeout");
+  // The vendor's ACL layer answers this one with 107000 itself, not 100000.
+  if (timeout < -1) {
+    return api::finish(api, Error(ACL_ERROR_RT_PARAM_INVALID,
+                                  "the timeout must be -1 (none) or a positive number of "
+                                  "milliseconds, not " + std::to_string(timeout)));
+  }
+  return api::finish(api, Runtime::get().synchronize_device(timeout));
   ACLVMM_API_EXIT();
 }
 
@@ -188,6 +220,43 @@ aclError aclrtDeviceGetBareTgid(int32_t* pid) {
   ACLVMM_REQUIRE_NOT_NULL(api, pid);
   *pid = bare_tgid();
   return ACL_SUCCESS;
+  ACLVMM_API_EXIT();
+}
+
+aclError aclrtGetLogicDevIdByUserDevId(const int32_t userDevid, int32_t* const logicDevId) {
+  ACLVMM_API_ENTER("aclrtGetLogicDevIdByUserDevId");
+  return convert_id(api, userDevid, logicDevId, &device_ids::logical_from_user);
+  ACLVMM_API_EXIT();
+}
+
+aclError aclrtGetUserDevIdByLogicDevId(const int32_t logicDevId, int32_t* const userDevid) {
+  ACLVMM_API_ENTER("aclrtGetUserDevIdByLogicDevId");
+  return convert_id(api, logicDevId, userDevid, &device_ids::user_from_logical);
+  ACLVMM_API_EXIT();
+}
+
+// The vendor's documented quirk: the "logic <-> phy" pair takes and returns user ids.
+aclError aclrtGetPhyDevIdByLogicDevId(const int32_t logicDevId, int32_t* const phyDevId) {
+  ACLVMM_API_ENTER("aclrtGetPhyDevIdByLogicDevId");
+  return convert_id(api, logicDevId, phyDevId, &device_ids::physical_from_user);
+  ACLVMM_API_EXIT();
+}
+
+aclError aclrtGetLogicDevIdByPhyDevId(const int32_t phyDevId, int32_t* const logicDevId) {
+  ACLVMM_API_ENTER("aclrtGetLogicDevIdByPhyDevId");
+  return convert_id(api, phyDevId, logicDevId, &device_ids::user_from_physical);
+  ACLVMM_API_EXIT();
+}
+
+aclError aclrtGetPhyDevIdByUserDevId(const int32_t userDevId, int32_t* const phyDevId) {
+  ACLVMM_API_ENTER("aclrtGetPhyDevIdByUserDevId");
+  return convert_id(api, userDevId, phyDevId, &device_ids::physical_from_user);
+  ACLVMM_API_EXIT();
+}
+
+aclError aclrtGetUserDevIdByPhyDevId(const int32_t phyDevId, int32_t* const userDevId) {
+  ACLVMM_API_ENTER("aclrtGetUserDevIdByPhyDevId");
+  return convert_id(api, phyDevId, userDevId, &device_ids::user_from_physical);
   ACLVMM_API_EXIT();
 }
 

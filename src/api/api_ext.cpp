@@ -6,6 +6,8 @@
 
 #include "api/api_common.h"
 #include "runtime/injection.h"
+#include "runtime/kernel_context.h"
+#include "runtime/kernel_registry.h"
 #include "runtime/runtime.h"
 #include "runtime/stats_snapshot.h"
 #include "vmm/memory_ops.h"
@@ -18,13 +20,6 @@ static_assert(ACLVMM_FAULT_THROW_BAD_ALLOC == kInjectThrowBadAlloc &&
                   ACLVMM_FAULT_THROW_RUNTIME_ERROR == kInjectThrowRuntimeError &&
                   ACLVMM_FAULT_THROW_NON_STANDARD == kInjectThrowNonStandard,
               "aclvmm.h names the throwing injection kinds of runtime/injection.h");
-
-struct aclvmmKernelContext {
-  Accessor who;
-  memops::MemoryOps* memory = nullptr;  // the copy engine of the stream's runtime
-  int user_device = 0;
-  Status error;
-};
 
 extern "C" {
 
@@ -65,10 +60,8 @@ aclError aclvmmLaunchKernel(aclrtStream stream, aclvmmKernelFunc func, void* arg
   const int user = rt.user_device(who.device);
   memops::MemoryOps* memory = &rt.memory_ops();
   (*s)->enqueue([who, memory, user, func, args] {
-    aclvmmKernelContext ctx{who, memory, user, Status()};
-    func(&ctx, args);
-    if (ctx.error.ok()) return Status::Ok();
-    return Error(ctx.error.code(), "emulated kernel failed: " + ctx.error.message());
+    return run_emulated_kernel(who, memory, user,
+                               [&](aclvmmKernelContext* ctx) { func(ctx, args); });
   });
   return ACL_SUCCESS;
   ACLVMM_API_EXIT();
@@ -95,6 +88,22 @@ aclError aclvmmKernelRead(aclvmmKernelContext* ctx, void* dst, const void* devSr
 aclError aclvmmKernelWrite(aclvmmKernelContext* ctx, void* devDst, const void* src, size_t size) {
   ACLVMM_API_GUARD("aclvmmKernelWrite");
   return kernel_copy(api, ctx, devDst, src, size);
+  ACLVMM_API_EXIT();
+}
+
+aclError aclvmmRegisterKernel(const char* name, aclvmmNamedKernelFunc func, void* userData) {
+  // The registry is the process's: registering starts no runtime (API_GUARD, not API_ENTER).
+  ACLVMM_API_GUARD("aclvmmRegisterKernel");
+  if (name == nullptr || *name == '\0') return api::invalid(api, "name must be a non-empty string");
+  ACLVMM_REQUIRE_NOT_NULL(api, func);
+  return api::finish(api, KernelRegistry::get().add(name, func, userData));
+  ACLVMM_API_EXIT();
+}
+
+aclError aclvmmUnregisterKernel(const char* name) {
+  ACLVMM_API_GUARD("aclvmmUnregisterKernel");
+  if (name == nullptr || *name == '\0') return api::invalid(api, "name must be a non-empty string");
+  return api::finish(api, KernelRegistry::get().remove(name));
   ACLVMM_API_EXIT();
 }
 

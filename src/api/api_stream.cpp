@@ -1,4 +1,6 @@
 // Streams.
+#include <string>
+
 #include "api/api_common.h"
 #include "runtime/runtime.h"
 
@@ -35,6 +37,39 @@ aclError aclrtSynchronizeStream(aclrtStream stream) {
   auto s = Runtime::get().resolve_stream(api::token(stream));
   if (!s.ok()) return api::finish(api, s.status());
   return api::finish(api, (*s)->synchronize());
+  ACLVMM_API_EXIT();
+}
+
+aclError aclrtCreateStreamWithConfig(aclrtStream* stream, uint32_t priority, uint32_t flag) {
+  ACLVMM_API_ENTER("aclrtCreateStreamWithConfig");
+  ACLVMM_REQUIRE_NOT_NULL(api, stream);
+  (void)priority;  // reserved: every value is accepted and changes nothing
+  // Only the known bits are translated; the others are ignored, as the vendor's ACL layer does.
+  constexpr uint32_t kKnownFlags = ACL_STREAM_FAST_LAUNCH | ACL_STREAM_FAST_SYNC |
+                                   ACL_STREAM_PERSISTENT | ACL_STREAM_HUGE |
+                                   ACL_STREAM_CPU_SCHEDULE | ACL_STREAM_DEVICE_USE_ONLY;
+  auto s = Runtime::get().create_stream_with_flags(flag & kKnownFlags);
+  if (!s.ok()) return api::finish(api, s.status());
+  *stream = api::from_token(*s);
+  return ACL_SUCCESS;
+  ACLVMM_API_EXIT();
+}
+
+aclError aclrtSynchronizeStreamWithTimeout(aclrtStream stream, int32_t timeout) {
+  ACLVMM_API_ENTER("aclrtSynchronizeStreamWithTimeout");
+  // The vendor's ACL layer answers this one with 107000 itself, not 100000.
+  if (timeout < -1) {
+    return api::finish(api, Error(ACL_ERROR_RT_PARAM_INVALID,
+                                  "the timeout must be -1 (none) or a positive number of "
+                                  "milliseconds, not " + std::to_string(timeout)));
+  }
+  return api::finish(api, Runtime::get().synchronize_stream(api::token(stream), timeout));
+  ACLVMM_API_EXIT();
+}
+
+aclError aclrtStreamAbort(aclrtStream stream) {
+  ACLVMM_API_ENTER("aclrtStreamAbort");
+  return api::finish(api, Runtime::get().abort_stream(api::token(stream)));
   ACLVMM_API_EXIT();
 }
 

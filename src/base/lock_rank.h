@@ -29,11 +29,12 @@
 // the order is fixed by how the layers call each other, and written here:
 // - The core calls into a backend while it holds its own locks (a region's mappings, the managed
 //   ranges, the runtime's lock at start and teardown), so a backend's lock ranks above every
-//   core lock up to and including kDeviceHandle.
+//   core lock up to and including kDeviceHandle (and kKernelRegistry, which is never held
+//   around a backend call nor taken under a backend's lock).
 // - While a backend holds one of its locks it calls nothing of the core but its BackendListener
 //   (drivers/backend_listener.h: it never blocks and never calls back into the backend), whose
 //   log and injection calls take only the leaf locks kInjection..kLogClock. So a backend's lock
-//   ranks below those: the band between kDeviceHandle and kInjection.
+//   ranks below those: the band between kKernelRegistry and kInjection.
 // - Within the band a backend takes one lock at a time (none of today's nests another); so no
 //   cycle can go through two of them.
 // - The one exception is host/stats_segment.cpp's SegmentRegistry::mu: its fork prepare handler
@@ -49,6 +50,7 @@
 // rank of its own: then the drivers get a rank header of theirs and this paragraph points to it.
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
 #include <cstdarg>
 #include <cstddef>
@@ -75,6 +77,11 @@ enum class LockRank : uint8_t {
   // sharing service, managed memory, the address space, the tables, the pools, the log). Never
   // held while a stream's worker is joined (a task may be waiting for it).
   kRuntimeLifetime = 1,
+  // Stream::control_mu_ (src/runtime/stream.h): one stream's queue against being cancelled
+  // (aclrtStreamAbort, which waits for the running command) and destroyed at once. Taken under
+  // the runtime's lock (a stream that cannot be entered in its table is destroyed there); held
+  // while the queue's dropped commands complete, which take the stream's own lock.
+  kStreamControl,
   // ShareService::mu_ (src/vmm/share.h): the export and import records. Taken under the
   // runtime's teardown (shutdown); takes the physical-handle table (an import enters its
   // handle); never held across a call of the backend's Sharing unit. The first lock the fork
@@ -97,6 +104,9 @@ enum class LockRank : uint8_t {
   // Region::mu: one region's mappings and its binding. Taken under the region tree's lock (a
   // thread holds one region at a time); takes the backend's mapping steps (injection, log).
   kRegionMappings,
+  // KernelBinary::mu (src/runtime/kernels.h): one loaded binary's kernel names. Taken with
+  // nothing held (aclrtBinaryGetFunction); takes the function table's lock to enter a new name.
+  kKernelBinary,
   // HandleTable<T>::mu_ (src/base/handle_table.h), one per table: physical handles, contexts,
   // streams. Membership and the reference counts kept in the objects. Taken under the runtime's
   // lock (contexts, streams, teardown) and the sharing service's (imports); never two tables at
@@ -115,6 +125,12 @@ enum class LockRank : uint8_t {
   // the backend whose locks it takes alive across fork (a teardown on another thread may drop
   // the runtime's reference meanwhile); takes nothing.
   kDeviceHandle,
+  // KernelRegistry::mu_ (src/runtime/kernel_registry.h): the process's named kernels and the
+  // kernel libraries it loaded. Taken with nothing held by the API calls and by a stream running
+  // a named kernel, and under the runtime's lock by the constructors of the ACLVMM_KERNEL_LIBS
+  // libraries the runtime's start loads (dlopen runs with this lock released). Takes nothing: a
+  // kernel runs after its entry was copied out.
+  kKernelRegistry,
   // The leaf locks. Each is taken under any of the above (a backend step of any caller checks
   // its failure injection; anyone may log) and takes nothing but the next ones. The fork prepare
   // handlers take them all, in this order, after the device backend's locks, so they are
@@ -134,15 +150,18 @@ enum class LockRank : uint8_t {
 constexpr const char* lock_rank_name(LockRank rank) {
   switch (rank) {
     case LockRank::kRuntimeLifetime: return "Runtime::mu_ (runtime lifetime)";
+    case LockRank::kStreamControl: return "Stream::control_mu_ (a stream's cancel and destroy)";
     case LockRank::kShareService: return "ShareService::mu_ (sharing)";
     case LockRank::kManagedLifetime: return "ManagedMemory::change_mu_ (managed allocations)";
     case LockRank::kManagedRanges: return "ManagedMemory::mu_ (managed ranges)";
     case LockRank::kRegionTree: return "AddressSpace::mu_ (region tree)";
     case LockRank::kRegionMappings: return "Region::mu (a region's mappings)";
+    case LockRank::kKernelBinary: return "KernelBinary::mu (a binary's kernels)";
     case LockRank::kHandleTable: return "HandleTable::mu_ (a handle table)";
     case LockRank::kStreamQueue: return "Stream::mu_ (a stream's queue)";
     case LockRank::kDevicePools: return "Runtime::pools_mu_ (device pools)";
     case LockRank::kDeviceHandle: return "Runtime::device_mu_ (the device backend held)";
+    case LockRank::kKernelRegistry: return "KernelRegistry::mu_ (named kernels)";
     case LockRank::kInjection: return "failure injection rules";
     case LockRank::kTrace: return "trace";
     case LockRank::kLog: return "log";
@@ -336,6 +355,17 @@ class ConditionVariable {
       ~GiveBack() { inner.release(); }
     } give_back{inner};
     cv_.wait(inner, ready);
+  }
+  // As wait(), until `deadline` at the latest: returns ready()'s last value.
+  template <LockRank R, typename Clock, typename Duration, typename Predicate>
+  bool wait_until(std::unique_lock<RankedMutex<R>>& lock,
+                  const std::chrono::time_point<Clock, Duration>& deadline, Predicate ready) {
+    std::unique_lock<std::mutex> inner(lock.mutex()->native(), std::adopt_lock);
+    struct GiveBack {
+      std::unique_lock<std::mutex>& inner;
+      ~GiveBack() { inner.release(); }
+    } give_back{inner};
+    return cv_.wait_until(inner, deadline, ready);
   }
   void notify_one() noexcept { cv_.notify_one(); }
   void notify_all() noexcept { cv_.notify_all(); }

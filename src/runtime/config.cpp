@@ -96,6 +96,23 @@ std::vector<int> parse_visible_devices(const std::string& text, int count, std::
   return ids;
 }
 
+StatusOr<std::vector<std::string>> parse_kernel_libs(const std::string& text) {
+  std::vector<std::string> paths;
+  size_t start = 0;
+  for (;;) {
+    const size_t colon = text.find(':', start);
+    std::string item = text.substr(start, colon == std::string::npos ? std::string::npos
+                                                                      : colon - start);
+    if (item.empty()) {
+      return bad("ACLVMM_KERNEL_LIBS", text,
+                 "a ':'-separated list of shared-library paths, none of them empty");
+    }
+    paths.push_back(std::move(item));
+    if (colon == std::string::npos) return paths;
+    start = colon + 1;
+  }
+}
+
 StatusOr<Config> load_config() {
   Config c;
   std::string soc = env("ACLVMM_SOC");
@@ -133,12 +150,16 @@ StatusOr<Config> load_config() {
   }
   c.stats_file = env("ACLVMM_STATS_FILE");
   c.trace_file = env("ACLVMM_TRACE_FILE");
+  if (std::string v = env("ACLVMM_KERNEL_LIBS"); !v.empty()) {
+    ACLVMM_ASSIGN_OR_RETURN(c.kernel_libs, parse_kernel_libs(v));
+  }
   if (std::string v = env("ACLVMM_DRIVER"); !v.empty()) {
     if (v != "emu") return bad("ACLVMM_DRIVER", v, "emu");
     c.driver = v;
   }
   const char* vis = std::getenv("ASCEND_RT_VISIBLE_DEVICES");
   if (vis) {
+    c.visible_set = true;
     c.visible = parse_visible_devices(vis, c.device_count, &c.visible_error);
   } else {
     for (int i = 0; i < c.device_count; ++i) c.visible.push_back(i);

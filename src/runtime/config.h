@@ -34,10 +34,14 @@ struct Config {
   std::string stats_file;
   std::string trace_file;  // ACLVMM_TRACE_FILE: managed-memory events as Chrome trace JSON
   std::string driver = "emu";
+  // ACLVMM_KERNEL_LIBS: shared libraries whose constructors register emulated kernels, loaded at
+  // the start (runtime-extra.md §9.8).
+  std::vector<std::string> kernel_libs;
   // User device id -> physical device id (ASCEND_RT_VISIBLE_DEVICES). A bad value does not fail
   // start-up: as in CANN, the device queries fail and say why.
   std::vector<int> visible;
   std::string visible_error;
+  bool visible_set = false;  // ASCEND_RT_VISIBLE_DEVICES was given (device_ids.h tells them apart)
 };
 
 // Reads every variable; a malformed value is an error naming the variable and what it accepts.
@@ -46,6 +50,7 @@ StatusOr<Config> load_config();
 // Parsers, exposed for their unit tests.
 bool parse_size(const std::string& text, uint64_t* out);  // "64G", "1024", "512M"
 StatusOr<std::vector<InjectionRule>> parse_injections(const std::string& text);
+StatusOr<std::vector<std::string>> parse_kernel_libs(const std::string& text);
 // CANN rules: stop at the first non-digit token or out-of-range id; descending or repeated ids
 // and an empty result are errors.
 std::vector<int> parse_visible_devices(const std::string& text, int count, std::string* error);

@@ -30,9 +30,11 @@ enum class Feature {
   kMemP2PHuge1G,       // ACL_MEM_P2P_HUGE1G on a device
   kHuge1GPages,        // 1 GiB pages at all (runtime chip feature)
   kNoAccessOverPcie,   // aclrtMemMapNoAccess on a PCIe-interconnected device
+  kStreamAbort,        // aclrtStreamAbort
+  kHugeStream,         // aclrtCreateStreamWithConfig with ACL_STREAM_HUGE
 };
 // Counted from the last enumerator: a new Feature goes at the end and becomes this one.
-inline constexpr int kFeatureCount = static_cast<int>(Feature::kNoAccessOverPcie) + 1;
+inline constexpr int kFeatureCount = static_cast<int>(Feature::kHugeStream) + 1;
 
 struct Product {
   std::string soc;

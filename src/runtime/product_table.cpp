@@ -43,6 +43,10 @@ constexpr std::array<FeatureRow, kFeatureCount> kFeatures = {{
      false},
     {Feature::kNoAccessOverPcie, kEdge | kInf | kTrain,
      "`aclrtMemMapNoAccess` on a PCIe-interconnected device (`ACLVMM_INTERCONNECT=pcie`)", false},
+    // runtime-extra.md §2 and §10.
+    {Feature::kStreamAbort, k950 | kA3 | kA2, "`aclrtStreamAbort`", false},
+    {Feature::kHugeStream, kAll & ~kInf, "`aclrtCreateStreamWithConfig` with `ACL_STREAM_HUGE`",
+     false},
 }};
 
 constexpr bool indexed_by_feature() {

@@ -7,16 +7,21 @@
 #include <new>
 #include <sstream>
 
+#include "acl/acl_rt.h"
 #include "base/json_check.h"
 #include "observability/log.h"
 #include "observability/trace.h"
 #include "runtime/core_listener.h"
 #include "runtime/injection.h"
+#include "runtime/kernel_registry.h"
 #include "runtime/smi_publisher.h"
 #include "runtime/stats_snapshot.h"
 
 namespace aclvmm {
 namespace {
+
+// Set while this thread's runtime start loads the kernel libraries (start_locked).
+thread_local bool t_loading_kernel_libraries = false;
 
 // The calling thread's current context (the vendor keeps it per thread too).
 thread_local std::shared_ptr<Context> t_context;
@@ -78,7 +83,9 @@ Runtime::Runtime(uint32_t generation)
       sharing_(process_sharing()),
       managed_(*this),
       vmm_(*this, space_, physical_, sharing_, managed_),
-      memory_ops_(*this, space_, managed_) {}
+      memory_ops_(*this, space_, managed_),
+      kernels_(*this, fork_tag(0xb1b1, generation), fork_tag(0xf0f0, generation),
+               fork_tag(0xa9a9, generation)) {}
 
 ProductRules Runtime::rules() const {
   const Config& cfg = config();  // one snapshot for every answer
@@ -126,6 +133,11 @@ void Runtime::release_inherited() {
 
 Status Runtime::start() {
   if (started_.load(std::memory_order_acquire)) return Status::Ok();
+  if (t_loading_kernel_libraries) {
+    return Error(kAclInvalidParam,
+                 "called from the constructor of an ACLVMM_KERNEL_LIBS library while the runtime "
+                 "starts: such a constructor may only register kernels (aclvmmRegisterKernel)");
+  }
   std::lock_guard lock(mu_);
   return start_locked();
 }
@@ -140,6 +152,12 @@ Status Runtime::start_locked() {
   ACLVMM_ASSIGN_OR_RETURN(Config cfg, load_config());
   // Armed before the backend's first steps, so that ACLVMM_FAULTS reaches the window claims too.
   injection_reset(cfg.injections);
+  // The kernel libraries' constructors register kernels; one that makes another ACL call waits
+  // for this start, so such a call fails at once instead (start()).
+  t_loading_kernel_libraries = true;
+  Status loaded = KernelRegistry::get().load_libraries(cfg.kernel_libs);
+  t_loading_kernel_libraries = false;
+  ACLVMM_RETURN_IF_ERROR(loaded);
   if (!attached_) {
     // This object's first start (a forked child's included): the parent's windows go first, so
     // that ours land where the parent's were (the vendor's addresses, unless a sanitizer had
@@ -257,6 +275,10 @@ void Runtime::teardown_locked(std::unique_lock<LifetimeMutex>& lock, const char*
     contexts_.remove(token);
   }
   for (auto& mask : peer_masks_) mask.store(0);
+  for (const std::string& path : kernels_.release_all()) {
+    ACLVMM_LOG_WARN("RUNTIME", "{}: unloading kernel binary {} loaded by aclrtBinaryLoadFromFile",
+                    why, path);
+  }
   trace::flush();
   for (const AddressRange& r : managed_.release_all()) {
     ACLVMM_LOG_WARN("RUNTIME", "{}: releasing managed allocation of {} bytes at 0x{:x} created by "
@@ -530,16 +552,88 @@ StatusOr<std::shared_ptr<Stream>> Runtime::resolve_stream(uint64_t token) {
   return stream;
 }
 
-Status Runtime::synchronize_device() {
+Status Runtime::synchronize_device(int32_t timeout_ms) {
+  if (timeout_ms == 0) {
+    return Error(ACL_ERROR_RT_PARAM_INVALID, "the timeout must be -1 (none) or a positive number "
+                                             "of milliseconds");
+  }
   if (Stream::running()) return Stream::refuse_from_task(Stream::kWouldWait);
   ACLVMM_ASSIGN_OR_RETURN(const int dev, current_device());
+  // One deadline for the whole call, not one per stream.
+  const Stream::Deadline deadline =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms < 0 ? 0 : timeout_ms);
   Status first;
   for (auto& [token, stream] : streams_.snapshot()) {
     if (stream->device() != dev) continue;
-    Status st = stream->synchronize();
+    Status st = stream->synchronize(timeout_ms < 0 ? nullptr : &deadline);
+    if (st.code() == ACL_ERROR_RT_STREAM_SYNC_TIMEOUT) return st;
     if (!st.ok() && first.ok()) first = st;
   }
   return first;
+}
+
+Status Runtime::synchronize_stream(uint64_t token, int32_t timeout_ms) {
+  if (token != 0 && !streams_.find(token)) {
+    return Error(ACL_ERROR_RT_INVALID_HANDLE, "the stream is not a live stream");
+  }
+  if (timeout_ms == 0) {
+    return Error(ACL_ERROR_RT_PARAM_INVALID, "the timeout must be -1 (none) or a positive number "
+                                             "of milliseconds");
+  }
+  ACLVMM_ASSIGN_OR_RETURN(std::shared_ptr<Stream> stream, resolve_stream(token));
+  if (timeout_ms < 0) return stream->synchronize();
+  const Stream::Deadline deadline =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  return stream->synchronize(&deadline);
+}
+
+Status Runtime::abort_stream(uint64_t token) {
+  std::shared_ptr<Stream> stream;
+  if (token != 0) {
+    stream = streams_.find(token);
+    if (!stream) return Error(ACL_ERROR_RT_INVALID_HANDLE, "the stream is not a live stream");
+  } else {
+    if (!current_context().ok()) {
+      return Error(ACL_ERROR_RT_PARAM_INVALID,
+                   "NULL names the current context's default stream, and there is no current "
+                   "context");
+    }
+    ACLVMM_ASSIGN_OR_RETURN(stream, resolve_stream(0));
+  }
+  ACLVMM_ASSIGN_OR_RETURN(const uint64_t context, current_context());
+  if (stream->context() != context) {
+    return Error(ACL_ERROR_RT_STREAM_CONTEXT,
+                 "the stream belongs to another context than the current one");
+  }
+  const Config& cfg = config();
+  if (!cfg.product.supports(Feature::kStreamAbort)) {
+    return Error(ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
+                 "aclrtStreamAbort is not supported on " + cfg.product.soc);
+  }
+  stream->cancel();
+  return Status::Ok();
+}
+
+StatusOr<uint64_t> Runtime::create_stream_with_flags(uint32_t flags) {
+  const Config& cfg = config();
+  if ((flags & ACL_STREAM_HUGE) != 0 && !cfg.product.supports(Feature::kHugeStream)) {
+    return Error(ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
+                 "ACL_STREAM_HUGE streams are not supported on " + cfg.product.soc);
+  }
+  if ((flags & ACL_STREAM_DEVICE_USE_ONLY) != 0 && (flags & ~ACL_STREAM_DEVICE_USE_ONLY) != 0) {
+    return Error(ACL_ERROR_RT_PARAM_INVALID,
+                 "ACL_STREAM_DEVICE_USE_ONLY cannot be combined with another flag");
+  }
+  ACLVMM_RETURN_IF_ERROR(current_context().status());
+  constexpr uint32_t kNotEmulated =
+      ACL_STREAM_PERSISTENT | ACL_STREAM_CPU_SCHEDULE | ACL_STREAM_DEVICE_USE_ONLY;
+  if ((flags & kNotEmulated) != 0) {
+    return Error(ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
+                 "persistent (model capture), CPU-scheduled and device-only streams are not "
+                 "emulated (ACL_STREAM_PERSISTENT, ACL_STREAM_CPU_SCHEDULE, "
+                 "ACL_STREAM_DEVICE_USE_ONLY)");
+  }
+  return create_stream();
 }
 
 Status Runtime::enable_peer(int peer_physical, bool enable) {

@@ -27,6 +27,7 @@
 #include "drivers/device_backend.h"
 #include "runtime/config.h"
 #include "runtime/config_snapshots.h"
+#include "runtime/kernels.h"
 #include "runtime/stream.h"
 #include "vmm/address_space.h"
 #include "vmm/managed.h"
@@ -80,6 +81,8 @@ class Runtime final : public RuntimeServices {
   HandleTable<Stream>& streams() { return streams_; }
   ShareService& sharing() { return sharing_; }
   ManagedMemory& managed() { return managed_; }
+  // Kernel binaries, their kernels and launch parameter buffers (runtime-extra.md §9).
+  Kernels& kernels() { return kernels_; }
   // The virtual-memory operations and the copy engine's, given this runtime's pieces.
   vmm::Vmm& vmm() { return vmm_; }
   memops::MemoryOps& memory_ops() { return memory_ops_; }
@@ -111,10 +114,22 @@ class Runtime final : public RuntimeServices {
   Status destroy_context(uint64_t token);
   Status set_current_context(uint64_t token);
   StatusOr<uint64_t> create_stream();
+  // aclrtCreateStreamWithConfig with the flag bits it knows (0x3F): the checks of
+  // runtime-extra.md §2 in order, then a stream like create_stream()'s (no flag changes how it
+  // runs).
+  StatusOr<uint64_t> create_stream_with_flags(uint32_t flags);
+  // aclrtSynchronizeStreamWithTimeout after the ACL layer's check: 107017 for a stream that is
+  // not live, 107000 for a zero timeout, then as aclrtSynchronizeStream with a deadline
+  // (timeout_ms -1: none); 507046 when it passes.
+  Status synchronize_stream(uint64_t token, int32_t timeout_ms);
+  // aclrtStreamAbort (runtime-extra.md §2): the stream's work that has not started is dropped.
+  Status abort_stream(uint64_t token);
   Status destroy_stream(uint64_t token, bool force);
   // The stream a call names: NULL means the current context's default stream.
   StatusOr<std::shared_ptr<Stream>> resolve_stream(uint64_t token);
-  Status synchronize_device();
+  // aclrtSynchronizeDevice[WithTimeout]: every stream of the current device; timeout_ms -1 waits
+  // for ever, else the whole call is bounded (507046, nothing is cancelled).
+  Status synchronize_device(int32_t timeout_ms = -1);
 
   Status enable_peer(int peer_physical, bool enable);
   // Opens peer access between two devices in both directions (import onto another device).
@@ -180,6 +195,7 @@ class Runtime final : public RuntimeServices {
   ManagedMemory managed_;
   vmm::Vmm vmm_;
   memops::MemoryOps memory_ops_;
+  Kernels kernels_;
 };
 
 }  // namespace aclvmm

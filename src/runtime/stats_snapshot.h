@@ -28,6 +28,7 @@ struct StatsSources {
   const HandleTable<PhysicalAllocation>& physical;
   const ShareService& sharing;
   const ManagedMemory& managed;
+  size_t binaries = 0;  // kernel binaries loaded (runtime-extra.md §11)
 };
 
 std::string stats_json(const StatsSources& sources);

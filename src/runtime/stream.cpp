@@ -207,17 +207,53 @@ void Stream::enqueue_prefetch(uint64_t address, uint64_t size, dev::Location tar
   submit(command, p);
 }
 
-Status Stream::synchronize() {
+Status Stream::synchronize(const Deadline* deadline) {
   if (t_running) return refuse_from_task(kWouldWait);
   std::unique_lock lock(mu_);
   // Until the stream is idle: every command submitted, including those its tasks submit while
   // it waits, has completed. Completions record failures before they count, so every failure
   // is in first_error_ then.
-  done_cv_.wait(lock, [this] { return done_ >= submitted_; });
+  const uint64_t cancels = cancels_;
+  auto idle = [this, cancels] { return done_ >= submitted_ || cancels_ != cancels; };
+  if (deadline == nullptr) {
+    done_cv_.wait(lock, idle);
+  } else if (!done_cv_.wait_until(lock, *deadline, idle)) {
+    return Error(ACL_ERROR_RT_STREAM_SYNC_TIMEOUT,
+                 fmt::format("stream 0x{:x} still had {} task(s) running or queued when the "
+                             "timeout expired; they go on",
+                             token(), submitted_ - done_));
+  }
+  if (cancels_ != cancels) {
+    return Error(ACL_ERROR_RT_STREAM_ABORT,
+                 fmt::format("stream 0x{:x} was aborted (aclrtStreamAbort) while this call "
+                             "waited for it",
+                             token()));
+  }
   return std::exchange(first_error_, Status());
 }
 
+void Stream::cancel() {
+  std::lock_guard control(control_mu_);
+  {
+    std::lock_guard lock(mu_);
+    if (stopped_) return;
+    ++cancels_;
+    done_cv_.notify_all();  // waiters return 107023
+  }
+  cancelling_.store(true, std::memory_order_release);
+  // Outside mu_: the cancelled commands' completions and the running one's take it.
+  engine_.cancel(queue_);
+  cancelling_.store(false, std::memory_order_release);
+  std::lock_guard lock(mu_);
+  first_error_ = Status();  // what the discarded work or the running task failed with is gone
+}
+
 void Stream::abort() {
+  // From the stream's own task (exit() from a kernel tears the runtime down): a cancel() on
+  // another thread may hold the control lock while it waits for this very task, so it is not
+  // taken; the queue's thread is left running then (destroy_queue from its own thread).
+  std::unique_lock<RankedMutex<LockRank::kStreamControl>> control(control_mu_, std::defer_lock);
+  if (t_running != this) control.lock();
   {
     std::lock_guard lock(mu_);
     if (stopped_) return;

@@ -25,6 +25,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <functional>
 #include <memory>
 
@@ -67,8 +68,18 @@ class Stream {
   // is only logged, as the vendor's driver-side prefetch failures are: the call succeeded.
   void enqueue_prefetch(uint64_t address, uint64_t size, dev::Location target);
   // Waits for every task submitted so far; returns the first failure since the last call.
-  // From a task: 107000 at once (refuse_from_task).
-  Status synchronize();
+  // From a task: 107000 at once (refuse_from_task). `deadline` (none: for ever) bounds the wait:
+  // past it 507046, the work goes on and the failure stays for a later call. An abort() or
+  // cancel() while it waits: 107023.
+  using Deadline = std::chrono::steady_clock::time_point;
+  Status synchronize(const Deadline* deadline = nullptr);
+  // aclrtStreamAbort: every command not started is dropped, the running one finishes, and the
+  // stream is empty with no pending failure when it returns; it stays usable. Waiters of
+  // synchronize() at that moment return 107023. A running memory wait (aclrtValueWait) sees
+  // cancelling() and ends.
+  void cancel();
+  // True while cancel() runs: a long-running task of the stream's own ends early.
+  bool cancelling() const { return cancelling_.load(std::memory_order_acquire); }
   // Drops tasks that have not started (aclrtDestroyStreamForce) and stops the queue. From the
   // queue's own thread (a task that ends the process) the thread is left running instead of
   // joined.
@@ -110,7 +121,12 @@ class Stream {
   uint64_t submitted_ = 0;  // commands queued
   uint64_t done_ = 0;       // of which completed (run, failed or cancelled)
   bool stopped_ = false;    // abort() ran: the queue is gone
+  uint64_t cancels_ = 0;    // cancel() calls that began: a waiter that sees it move returns 107023
   Status first_error_;
+  // Serializes cancel() with abort(): the queue must not be destroyed under a cancel that waits
+  // for its running command.
+  RankedMutex<LockRank::kStreamControl> control_mu_;
+  std::atomic<bool> cancelling_{false};
 };
 
 }  // namespace aclvmm

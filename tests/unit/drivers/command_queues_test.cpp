@@ -29,6 +29,7 @@ class NullEngine final : public CopyEngine {
   CopyOutcome fill(const FillRequest&) override { return CopyOutcome{}; }
   Result create_queue(const QueueConfig&, QueueId*) override { return Result::from_errno(EINVAL); }
   void destroy_queue(QueueId) override {}
+  void cancel(QueueId) override {}
   Result submit(QueueId, const Command&, Fence*) override { return Result::from_errno(EINVAL); }
   Result wait(QueueId, Fence, int) override { return Result::from_errno(EINVAL); }
   Fence completed(QueueId) const override { return 0; }

@@ -79,6 +79,7 @@ class StubCopyEngine final : public CopyEngine {
   CopyOutcome fill(const FillRequest&) override { return CopyOutcome{kNo, {}, 0}; }
   Result create_queue(const QueueConfig&, QueueId*) override { return kNo; }
   void destroy_queue(QueueId) override {}
+  void cancel(QueueId) override {}
   Result submit(QueueId, const Command&, Fence*) override { return kNo; }
   Result wait(QueueId, Fence, int) override { return kNo; }
   Fence completed(QueueId) const override { return 0; }

@@ -185,6 +185,9 @@ const FeatureRow kExpectedSupport[] = {
         FeatureRow{"Huge1GPages", Feature::kHuge1GPages,         true,  true,  true,  false, false, false},
         // "aclrtMemMapNoAccess is not supported on PCIe-interconnected A2, A3 and 950 devices".
         FeatureRow{"NoAccessOverPcie", Feature::kNoAccessOverPcie, false, false, false, true, true,  true},
+        // runtime-extra.md §10.
+        FeatureRow{"StreamAbort", Feature::kStreamAbort,         true,  true,  true,  false, false, false},
+        FeatureRow{"HugeStream", Feature::kHugeStream,           true,  true,  true,  true,  false, true},
 };
 
 INSTANTIATE_TEST_SUITE_P(Table, ProductSupports, ::testing::ValuesIn(kExpectedSupport),

@@ -97,6 +97,7 @@ class CountingCopyEngine final : public CopyEngine {
   CopyOutcome fill(const FillRequest&) override { return CopyOutcome{c_.ok(), {}, 0}; }
   Result create_queue(const QueueConfig&, QueueId*) override { return c_.ok(); }
   void destroy_queue(QueueId) override { c_.count(); }
+  void cancel(QueueId) override { c_.count(); }
   Result submit(QueueId, const Command&, Fence*) override { return c_.ok(); }
   Result wait(QueueId, Fence, int) override { return c_.ok(); }
   Fence completed(QueueId) const override { return c_.ok().ok() ? 5 : 0; }
