@@ -2,9 +2,10 @@
 // commands run in submission order on the queue's thread, fences rise by one, every completion
 // runs exactly once (kCancelled for what destroy_queue dropped), host tasks may submit to their
 // own queue but not wait for it, a failed submit never completes, and a queue destroyed from its
-// own task does not deadlock. A queued copy is translated when it runs (D4). C27 (kPrefetch in
-// queue order) waits for unified memory in the backend (step 6): until then the core queues a
-// prefetch as a host task.
+// own task does not deadlock; C49: cancel() drops what had not started and waits for the running
+// command, also from the queue's own task. A queued copy is translated when it runs (D4). C27
+// (kPrefetch in queue order) waits for unified memory in the backend (step 6): until then the
+// core queues a prefetch as a host task.
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -334,6 +335,160 @@ TEST_P(QueueConformance, C26_DestroyingAQueueFromItsOwnTaskDoesNotDeadlock) {
   // `behind` was cancelled by the destroy, from the task's thread, before the completion above.
   EXPECT_EQ(behind.calls.load(), 1);
   EXPECT_EQ(behind.outcome.result.condition(), Condition::kCancelled);
+}
+
+// C49: cancel() (aclrtStreamAbort's device half). On an idle queue it changes nothing. Behind a
+// blocked host task: every queued command completes once with kCancelled, on the cancelling
+// thread, and never runs (no byte lands, no task body runs); the cancelled fences pass with the
+// running task, not before it (completed() stays 0 while it runs); cancel returns only after the
+// task finished, with every fence given before the call passed; a command submitted meanwhile and
+// commands submitted afterwards run as usual.
+TEST_P(QueueConformance, C49_CancelDropsWhatHadNotStartedAndWaitsForTheRunningCommand) {
+  make_queue();
+  // Idle: nothing to drop, no fence moves, the queue goes on.
+  be().copy_engine().cancel(queue_);
+  EXPECT_EQ(be().copy_engine().completed(queue_), 0u);
+  Record first;
+  first.task = [] { return Result::success(); };
+  EXPECT_EQ(submit(host_task(&first)), 1u);
+  wait(1);
+  be().copy_engine().cancel(queue_);
+  EXPECT_EQ(be().copy_engine().completed(queue_), 1u);
+  EXPECT_EQ(first.calls.load(), 1);
+
+  Gate started, release;
+  std::atomic<bool> blocker_done{false};
+  Record blocker;
+  blocker.task = [&] {
+    started.open();
+    const bool released = release.wait();
+    blocker_done.store(true);
+    return released ? Result::success() : Result::from_errno(ETIMEDOUT);
+  };
+  constexpr int kBehind = 8;
+  Record behind[kBehind];
+  std::atomic<int> ran{0};
+  std::vector<uint8_t> buf(4096, 0xab);
+  EXPECT_EQ(submit(host_task(&blocker)), 2u);
+  Fence last = 0;
+  for (int i = 0; i < kBehind; ++i) {
+    if (i % 2 == 0) {
+      last = submit(copy(mapped(va_ + i * 4096), host(buf.data()), buf.size(), &behind[i]));
+    } else {
+      behind[i].task = [&] {
+        ran.fetch_add(1);
+        return Result::success();
+      };
+      last = submit(host_task(&behind[i]));
+    }
+  }
+  EXPECT_EQ(last, 2u + kBehind);
+  ASSERT_TRUE(started.wait());
+
+  std::atomic<bool> returned{false};
+  std::atomic<bool> blocker_done_at_return{false};
+  std::atomic<Fence> completed_at_return{0};
+  std::thread canceller([&] {
+    be().copy_engine().cancel(queue_);
+    blocker_done_at_return.store(blocker_done.load());
+    completed_at_return.store(be().copy_engine().completed(queue_));
+    returned.store(true);
+  });
+  // Within 10 s (a backend that drops nothing fails here rather than after a minute).
+  for (int spins = 0; spins < 100000; ++spins) {
+    int cancelled = 0;
+    for (Record& r : behind) cancelled += r.calls.load();
+    if (cancelled == kBehind) break;
+    std::this_thread::sleep_for(std::chrono::microseconds(100));
+  }
+  for (int i = 0; i < kBehind; ++i) {
+    SCOPED_TRACE(i);
+    EXPECT_EQ(behind[i].calls.load(), 1);
+    EXPECT_EQ(behind[i].outcome.result.condition(), Condition::kCancelled);
+  }
+  // The task still runs: its fence and the cancelled ones behind it have not passed.
+  EXPECT_EQ(blocker.calls.load(), 0);
+  EXPECT_EQ(be().copy_engine().completed(queue_), 1u) << "cancelled fences passed before the running command";
+  EXPECT_EQ(be().copy_engine().wait(queue_, last, 10).condition(), Condition::kTimedOut);
+  EXPECT_FALSE(returned.load()) << "cancel returned while the task still ran";
+  // Submitted during the cancel, after the drop: runs as usual, after the task.
+  Record meanwhile;
+  meanwhile.task = [] { return Result::success(); };
+  const Fence during = submit(host_task(&meanwhile));
+  EXPECT_EQ(during, last + 1);
+  release.open();
+  canceller.join();
+  EXPECT_TRUE(blocker_done_at_return.load()) << "cancel returned before the running task finished";
+  EXPECT_GE(completed_at_return.load(), last) << "a fence given before the cancel had not passed";
+  wait(during);
+  EXPECT_EQ(blocker.calls.load(), 1);
+  EXPECT_EQ(blocker.result.load(), 0);
+  EXPECT_EQ(meanwhile.calls.load(), 1);
+  EXPECT_EQ(meanwhile.result.load(), 0);
+  // Exactly once, and never run.
+  for (Record& r : behind) EXPECT_EQ(r.calls.load(), 1);
+  EXPECT_EQ(ran.load(), 0);
+  std::vector<uint8_t> bytes(kBehind * 4096, 0xff);
+  ASSERT_TRUE(harness().read_physical(mem_, 0, bytes.data(), bytes.size()).ok());
+  EXPECT_EQ(bytes, std::vector<uint8_t>(bytes.size(), 0)) << "a cancelled copy ran";
+  // The queue goes on.
+  Record after;
+  const Fence f = submit(copy(mapped(va_), host(buf.data()), buf.size(), &after));
+  EXPECT_EQ(f, during + 1);
+  wait(f);
+  EXPECT_EQ(after.calls.load(), 1);
+  EXPECT_EQ(after.result.load(), 0);
+  ASSERT_TRUE(harness().read_physical(mem_, 0, bytes.data(), 4096).ok());
+  EXPECT_EQ(std::vector<uint8_t>(bytes.begin(), bytes.begin() + 4096), buf);
+  EXPECT_EQ(be().copy_engine().completed(queue_), f);
+}
+
+// C49 (own task): a host task cancels its own queue: the commands behind it complete once with
+// kCancelled before cancel returns, never run, and cancel does not wait for the task itself; the
+// fences pass when the task returns, and the queue goes on.
+TEST_P(QueueConformance, C49_CancelFromTheQueuesOwnTaskDropsTheOthersWithoutDeadlock) {
+  make_queue();
+  Gate queued;
+  constexpr int kBehind = 4;
+  Record self, behind[kBehind];
+  std::atomic<int> ran{0}, seen_cancelled{-1};
+  std::atomic<bool> returned_in_task{false};
+  for (Record& r : behind) {
+    r.task = [&] {
+      ran.fetch_add(1);
+      return Result::success();
+    };
+  }
+  self.task = [&] {
+    if (!queued.wait()) return Result::from_errno(ETIMEDOUT);
+    be().copy_engine().cancel(queue_);
+    returned_in_task.store(true);
+    int cancelled = 0;
+    for (Record& r : behind) cancelled += r.calls.load();
+    seen_cancelled.store(cancelled);
+    return Result::success();
+  };
+  EXPECT_EQ(submit(host_task(&self)), 1u);
+  Fence last = 0;
+  for (Record& r : behind) last = submit(host_task(&r));
+  queued.open();
+  ASSERT_TRUE(be().copy_engine().wait(queue_, last, 60000).ok()) << "the fences never passed";
+  EXPECT_TRUE(returned_in_task.load());
+  EXPECT_EQ(seen_cancelled.load(), kBehind) << "cancel returned before completing the dropped commands";
+  EXPECT_EQ(self.calls.load(), 1);
+  EXPECT_EQ(self.result.load(), 0);
+  for (Record& r : behind) {
+    EXPECT_EQ(r.calls.load(), 1);
+    EXPECT_EQ(r.outcome.result.condition(), Condition::kCancelled);
+  }
+  EXPECT_EQ(ran.load(), 0);
+  Record after;
+  after.task = [] { return Result::success(); };
+  const Fence f = submit(host_task(&after));
+  EXPECT_EQ(f, last + 1);
+  wait(f);
+  EXPECT_EQ(after.calls.load(), 1);
+  EXPECT_EQ(be().copy_engine().completed(queue_), f);
 }
 
 ACLVMM_CONFORMANCE_SUITE(QueueConformance);

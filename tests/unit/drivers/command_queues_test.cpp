@@ -2,7 +2,8 @@
 // thread's creation is an injection step with nothing left behind when it fails; a host task
 // that forks ends its queue's thread in the child without a completion there, while the parent's
 // queue goes on; submissions from several threads each get one fence and one completion; a wait
-// on a fence that cannot pass yet times out.
+// on a fence that cannot pass yet times out; cancel()'s fence arithmetic (the dropped fences pass
+// with the running command, not before it; two cancels add up; an idle queue's fences stay).
 #include "drivers/command_queues.h"
 
 #include <sys/wait.h>
@@ -10,6 +11,7 @@
 
 #include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <set>
 #include <thread>
 #include <vector>
@@ -172,6 +174,163 @@ TEST_F(CommandQueuesTest, AWaitForAFenceThatCannotPassYetTimesOut) {
   release.store(true);
   EXPECT_TRUE(queues_.wait(q, f, -1).ok());
   EXPECT_EQ(queues_.completed(q), 1u);
+  queues_.destroy(q);
+}
+
+// cancel() (CopyEngine::cancel, beyond conformance C49): the fence arithmetic. A host task that
+// blocks until released, and counters of what ran and how each command completed.
+struct QueueCancelProbe {
+  std::atomic<bool> started{false};
+  std::atomic<bool> release{false};
+  std::atomic<int> ran{0};
+  std::atomic<int> cancelled{0};
+  std::atomic<int> finished{0};
+  // For QueueCancelGatedCompletion: the cancelled completion has begun / may end.
+  std::atomic<bool> completion_entered{false};
+  std::atomic<bool> completion_release{false};
+};
+
+template <typename Pred>
+bool queue_cancel_poll(Pred done) {
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > give_up) return false;
+    std::this_thread::sleep_for(std::chrono::microseconds(100));
+  }
+  return true;
+}
+
+Result queue_cancel_block(void* c) {
+  auto* p = static_cast<QueueCancelProbe*>(c);
+  p->started.store(true);
+  (void)queue_cancel_poll([p] { return p->release.load(); });
+  return Result::success();
+}
+
+Result queue_cancel_count(void* c) {
+  static_cast<QueueCancelProbe*>(c)->ran.fetch_add(1);
+  return Result::success();
+}
+
+void queue_cancel_done(void* c, const CopyOutcome& outcome) {
+  auto* p = static_cast<QueueCancelProbe*>(c);
+  if (outcome.result.condition() == Condition::kCancelled) {
+    p->cancelled.fetch_add(1);
+  } else {
+    p->finished.fetch_add(1);
+  }
+}
+
+// A completion that, when cancelled, holds the cancelling thread until completion_release.
+void queue_cancel_gated_done(void* c, const CopyOutcome& outcome) {
+  auto* p = static_cast<QueueCancelProbe*>(c);
+  if (outcome.result.condition() == Condition::kCancelled) {
+    p->completion_entered.store(true);
+    (void)queue_cancel_poll([p] { return p->completion_release.load(); });
+  }
+  queue_cancel_done(c, outcome);
+}
+
+// Two cancels while one command runs: the fences each drops pass together with the running
+// command's, not before it (completed() stays 0 until it returns, then jumps over all of them);
+// each cancel returns with every fence given before it passed; a command submitted after both
+// runs and takes the next fence.
+TEST_F(CommandQueuesTest, CancelledFencesPassWithTheRunningCommand) {
+  QueueId q;
+  ASSERT_TRUE(queues_.create(QueueConfig{}, &q).ok());
+  QueueCancelProbe probe;
+  Fence f = 0;
+  ASSERT_TRUE(queues_.submit(q, task(queue_cancel_block, queue_cancel_done, &probe), &f).ok());
+  ASSERT_EQ(f, 1u);
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(queues_.submit(q, task(queue_cancel_count, queue_cancel_done, &probe), &f).ok());
+  }
+  ASSERT_EQ(f, 4u);
+  ASSERT_TRUE(queue_cancel_poll([&] { return probe.started.load(); }));
+  std::atomic<Fence> first_at_return{0}, second_at_return{0};
+  std::thread first([&] {
+    queues_.cancel(q);
+    first_at_return.store(queues_.completed(q));
+  });
+  ASSERT_TRUE(queue_cancel_poll([&] { return probe.cancelled.load() == 3; }));
+  EXPECT_EQ(queues_.completed(q), 0u) << "cancelled fences passed before the running command";
+  for (int i = 0; i < 2; ++i) {
+    ASSERT_TRUE(queues_.submit(q, task(queue_cancel_count, queue_cancel_done, &probe), &f).ok());
+  }
+  ASSERT_EQ(f, 6u);
+  std::thread second([&] {
+    queues_.cancel(q);
+    second_at_return.store(queues_.completed(q));
+  });
+  ASSERT_TRUE(queue_cancel_poll([&] { return probe.cancelled.load() == 5; }));
+  EXPECT_EQ(queues_.completed(q), 0u);
+  EXPECT_EQ(queues_.wait(q, 6, 10).condition(), Condition::kTimedOut);
+  ASSERT_TRUE(queues_.submit(q, task(queue_cancel_count, queue_cancel_done, &probe), &f).ok());
+  EXPECT_EQ(f, 7u);
+  probe.release.store(true);
+  first.join();
+  second.join();
+  EXPECT_GE(first_at_return.load(), 4u);
+  EXPECT_GE(second_at_return.load(), 6u);
+  ASSERT_TRUE(queues_.wait(q, 7, -1).ok());
+  EXPECT_EQ(queues_.completed(q), 7u) << "the fences did not add up";
+  EXPECT_EQ(probe.ran.load(), 1);
+  EXPECT_EQ(probe.cancelled.load(), 5);
+  EXPECT_EQ(probe.finished.load(), 2);
+  // And the count goes on from there.
+  ASSERT_TRUE(queues_.submit(q, task(queue_cancel_count, queue_cancel_done, &probe), &f).ok());
+  EXPECT_EQ(f, 8u);
+  ASSERT_TRUE(queues_.wait(q, 8, -1).ok());
+  EXPECT_EQ(queues_.completed(q), 8u);
+  queues_.destroy(q);
+}
+
+// cancel() of an idle queue (nothing queued, nothing running) returns at once and moves no fence.
+TEST_F(CommandQueuesTest, CancelOfAnIdleQueueMovesNoFence) {
+  QueueId q;
+  ASSERT_TRUE(queues_.create(QueueConfig{}, &q).ok());
+  QueueCancelProbe probe;
+  queues_.cancel(q);
+  EXPECT_EQ(queues_.completed(q), 0u);
+  Fence f = 0;
+  ASSERT_TRUE(queues_.submit(q, task(queue_cancel_count, queue_cancel_done, &probe), &f).ok());
+  ASSERT_TRUE(queues_.wait(q, f, -1).ok());
+  queues_.cancel(q);
+  queues_.cancel(q);
+  EXPECT_EQ(queues_.completed(q), 1u);
+  ASSERT_TRUE(queues_.submit(q, task(queue_cancel_count, queue_cancel_done, &probe), &f).ok());
+  EXPECT_EQ(f, 2u);
+  ASSERT_TRUE(queues_.wait(q, f, -1).ok());
+  EXPECT_EQ(probe.ran.load(), 2);
+  EXPECT_EQ(probe.finished.load(), 2);
+  EXPECT_EQ(probe.cancelled.load(), 0);
+  queues_.destroy(q);
+}
+
+// command_queues.h: "a wait() that returns has seen every completion up to its fence". A
+// cancelled command's fence must not pass while its (kCancelled) completion still runs on the
+// cancelling thread, even when the command ahead of it finishes meanwhile.
+TEST_F(CommandQueuesTest, ACancelledFencePassesOnlyAfterItsCompletion) {
+  QueueId q;
+  ASSERT_TRUE(queues_.create(QueueConfig{}, &q).ok());
+  QueueCancelProbe probe;
+  Fence f = 0;
+  ASSERT_TRUE(queues_.submit(q, task(queue_cancel_block, queue_cancel_done, &probe), &f).ok());
+  ASSERT_TRUE(queues_.submit(q, task(queue_cancel_count, queue_cancel_gated_done, &probe), &f).ok());
+  ASSERT_EQ(f, 2u);
+  ASSERT_TRUE(queue_cancel_poll([&] { return probe.started.load(); }));
+  std::thread canceller([&] { queues_.cancel(q); });
+  ASSERT_TRUE(queue_cancel_poll([&] { return probe.completion_entered.load(); }));
+  probe.release.store(true);  // the running command ends while the completion of fence 2 runs
+  ASSERT_TRUE(queue_cancel_poll([&] { return probe.finished.load() == 1; }));
+  EXPECT_EQ(queues_.wait(q, 2, 100).condition(), Condition::kTimedOut)
+      << "fence 2 passed while its completion had not returned";
+  EXPECT_EQ(probe.cancelled.load(), 0);
+  probe.completion_release.store(true);
+  canceller.join();
+  EXPECT_TRUE(queues_.wait(q, 2, -1).ok());
+  EXPECT_EQ(probe.cancelled.load(), 1);
+  EXPECT_EQ(probe.ran.load(), 0);
   queues_.destroy(q);
 }
 

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <optional>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -425,6 +426,105 @@ TEST_F(LoadConfig, VisibleDevicesUseTheConfiguredCount) {
   c = load_config();
   ASSERT_TRUE(c.ok()) << c.status().message();
   EXPECT_FALSE(c->visible_error.empty());
+}
+
+// ---------------------------------------------------------------------------------------------
+// parse_kernel_libs and ACLVMM_KERNEL_LIBS (runtime-extra.md §9.8: a ':'-separated list of
+// shared-library paths; an empty item is malformed)
+
+struct KernelLibsGood {
+  const char* text;
+  std::vector<std::string> paths;
+};
+
+void PrintTo(const KernelLibsGood& c, std::ostream* os) { *os << '"' << c.text << '"'; }
+
+class ParseKernelLibsGood : public ::testing::TestWithParam<KernelLibsGood> {};
+
+TEST_P(ParseKernelLibsGood, SplitsAtEveryColonKeepingItemsVerbatim) {
+  const KernelLibsGood& c = GetParam();
+  auto r = parse_kernel_libs(c.text);
+  ASSERT_TRUE(r.ok()) << c.text << ": " << r.status().message();
+  EXPECT_EQ(*r, c.paths) << c.text;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Table, ParseKernelLibsGood,
+    ::testing::Values(
+        KernelLibsGood{"/opt/k/libadd.so", {"/opt/k/libadd.so"}},
+        KernelLibsGood{"libadd.so", {"libadd.so"}},
+        KernelLibsGood{"./out/libadd.so", {"./out/libadd.so"}},
+        KernelLibsGood{"/a/liba.so:/b/libb.so", {"/a/liba.so", "/b/libb.so"}},
+        KernelLibsGood{"a:b:c", {"a", "b", "c"}},
+        KernelLibsGood{"a:a", {"a", "a"}},  // a repeat is not an error (loaded once)
+        KernelLibsGood{" a : b ", {" a ", " b "}},  // no trimming: paths may hold spaces
+        KernelLibsGood{"/dir with space/lib.so", {"/dir with space/lib.so"}},
+        KernelLibsGood{"a,b", {"a,b"}},  // ',' is no separator
+        KernelLibsGood{"x", {"x"}}));
+
+class ParseKernelLibsBad : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(ParseKernelLibsBad, AnEmptyItemIsRejectedNamingTheVariable) {
+  auto r = parse_kernel_libs(GetParam());
+  ASSERT_FALSE(r.ok()) << '"' << GetParam() << '"';
+  EXPECT_EQ(r.status().code(), kAclInvalidParam);
+  EXPECT_NE(r.status().message().find("ACLVMM_KERNEL_LIBS"), std::string::npos)
+      << r.status().message();
+  EXPECT_NE(r.status().message().find(std::string("\"") + GetParam() + "\""), std::string::npos)
+      << "the message quotes the value: " << r.status().message();
+}
+
+INSTANTIATE_TEST_SUITE_P(Table, ParseKernelLibsBad,
+                         ::testing::Values("", ":", "::", "a::b", ":a", "a:", "a:b:", ":a:b",
+                                           "/x/liba.so::/y/libb.so"));
+
+// LoadConfig, plus ACLVMM_KERNEL_LIBS saved, cleared and restored.
+class LoadConfigKernelLibs : public LoadConfig {
+ protected:
+  void SetUp() override {
+    LoadConfig::SetUp();
+    const char* cur = std::getenv("ACLVMM_KERNEL_LIBS");
+    saved_libs_ = cur ? std::optional<std::string>(cur) : std::nullopt;
+    unsetenv("ACLVMM_KERNEL_LIBS");
+  }
+  void TearDown() override {
+    if (saved_libs_) {
+      setenv("ACLVMM_KERNEL_LIBS", saved_libs_->c_str(), 1);
+    } else {
+      unsetenv("ACLVMM_KERNEL_LIBS");
+    }
+    LoadConfig::TearDown();
+  }
+  std::optional<std::string> saved_libs_;
+};
+
+TEST_F(LoadConfigKernelLibs, UnsetOrEmptyMeansNoLibrary) {
+  auto c = load_config();
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_TRUE(c->kernel_libs.empty());
+  set("ACLVMM_KERNEL_LIBS", "");  // like every variable: empty is unset
+  c = load_config();
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_TRUE(c->kernel_libs.empty());
+}
+
+TEST_F(LoadConfigKernelLibs, TheListIsKeptInOrder) {
+  set("ACLVMM_KERNEL_LIBS", "/k/libb.so:/k/liba.so:libc.so");
+  auto c = load_config();
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_EQ(c->kernel_libs, (std::vector<std::string>{"/k/libb.so", "/k/liba.so", "libc.so"}));
+}
+
+TEST_F(LoadConfigKernelLibs, AnEmptyItemFailsNamingTheVariable) {
+  for (const char* v : {"a::b", ":a", "a:", ":"}) {
+    SCOPED_TRACE(v);
+    set("ACLVMM_KERNEL_LIBS", v);
+    auto c = load_config();
+    ASSERT_FALSE(c.ok());
+    EXPECT_EQ(c.status().code(), kAclInvalidParam);
+    EXPECT_NE(c.status().message().find("ACLVMM_KERNEL_LIBS"), std::string::npos)
+        << c.status().message();
+  }
 }
 
 }  // namespace
