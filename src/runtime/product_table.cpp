@@ -49,6 +49,11 @@ constexpr std::array<FeatureRow, kFeatureCount> kFeatures = {{
      false},
     {Feature::kStreamMemoryOps, k950 | kA3 | kA2, "`aclrtValueWrite`, `aclrtValueWait`", false},
     {Feature::kBatchCopy, k950 | kA3 | kA2, "`aclrtMemcpyBatch`, `aclrtMemcpyBatchAsync`", false},
+    // The documentation wins over the TRAIN runtime configuration, which carries the feature.
+    {Feature::kHostRegister, k950 | kA3 | kA2,
+     "`aclrtHostRegister`, `aclrtHostRegisterV2`, `aclrtHostGetDevicePointer`, "
+     "`aclrtHostUnregister`",
+     false},
 }};
 
 constexpr bool indexed_by_feature() {

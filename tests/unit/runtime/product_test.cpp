@@ -190,6 +190,7 @@ const FeatureRow kExpectedSupport[] = {
         FeatureRow{"HugeStream", Feature::kHugeStream,           true,  true,  true,  true,  false, true},
         FeatureRow{"StreamMemoryOps", Feature::kStreamMemoryOps, true,  true,  true,  false, false, false},
         FeatureRow{"BatchCopy", Feature::kBatchCopy,             true,  true,  true,  false, false, false},
+        FeatureRow{"HostRegister", Feature::kHostRegister,       true,  true,  true,  false, false, false},
 };
 
 INSTANTIATE_TEST_SUITE_P(Table, ProductSupports, ::testing::ValuesIn(kExpectedSupport),
