@@ -567,14 +567,20 @@ Status Runtime::synchronize_device(int32_t timeout_ms) {
   }
   if (Stream::running()) return Stream::refuse_from_task(Stream::kWouldWait);
   ACLVMM_ASSIGN_OR_RETURN(const int dev, current_device());
-  // One deadline for the whole call, not one per stream.
+  // One deadline for the whole call, not one per stream. Every stream is drained first, so that
+  // a timeout takes no stream's failure with it (it stays for a later call); then the failures
+  // are collected, the first one returned.
   const Stream::Deadline deadline =
       std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms < 0 ? 0 : timeout_ms);
-  Status first;
-  for (auto& [token, stream] : streams_.snapshot()) {
+  auto streams = streams_.snapshot();
+  for (auto& [token, stream] : streams) {
     if (stream->device() != dev) continue;
-    Status st = stream->synchronize(timeout_ms < 0 ? nullptr : &deadline);
-    if (st.code() == ACL_ERROR_RT_STREAM_SYNC_TIMEOUT) return st;
+    ACLVMM_RETURN_IF_ERROR(stream->drain(timeout_ms < 0 ? nullptr : &deadline));
+  }
+  Status first;
+  for (auto& [token, stream] : streams) {
+    if (stream->device() != dev) continue;
+    Status st = stream->synchronize();
     if (!st.ok() && first.ok()) first = st;
   }
   return first;

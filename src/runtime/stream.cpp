@@ -249,6 +249,12 @@ void Stream::enqueue_value_wait(memops::MemoryOps& ops, uint64_t address,
 }
 
 Status Stream::synchronize(const Deadline* deadline) {
+  ACLVMM_RETURN_IF_ERROR(drain(deadline));
+  std::lock_guard lock(mu_);
+  return std::exchange(first_error_, Status());
+}
+
+Status Stream::drain(const Deadline* deadline) {
   if (t_running) return refuse_from_task(kWouldWait);
   std::unique_lock lock(mu_);
   // Until the stream is idle: every command submitted, including those its tasks submit while
@@ -270,13 +276,6 @@ Status Stream::synchronize(const Deadline* deadline) {
                              "waited for it",
                              token()));
   }
-  return std::exchange(first_error_, Status());
-}
-
-Status Stream::drain() {
-  if (t_running) return refuse_from_task(kWouldWait);
-  std::unique_lock lock(mu_);
-  done_cv_.wait(lock, [this] { return done_ >= submitted_; });
   return Status::Ok();
 }
 

@@ -83,9 +83,9 @@ class Stream {
   // cancel() while it waits: 107023.
   using Deadline = std::chrono::steady_clock::time_point;
   Status synchronize(const Deadline* deadline = nullptr);
-  // Waits until every task submitted so far has finished, leaving a failure for the next
-  // synchronize() (work the caller orders behind the stream's). From a task: 107000.
-  Status drain();
+  // Waits as synchronize() does but leaves a failure for the next synchronize() (work the
+  // caller orders behind the stream's; the first pass of a device's timed synchronisation).
+  Status drain(const Deadline* deadline = nullptr);
   // aclrtStreamAbort: every command not started is dropped, the running one finishes, and the
   // stream is empty with no pending failure when it returns; it stays usable. Waiters of
   // synchronize() at that moment return 107023. A running memory wait (aclrtValueWait) sees
