@@ -94,23 +94,38 @@ void CommandQueues::cancel(QueueId id) {
   std::deque<Command> dropped;
   Fence target = 0;
   bool own = false;
+  bool was_busy = false;
+  uint64_t started = 0;
   {
     std::lock_guard lock(q->mu);
     if (q->stop) return;
     dropped.swap(q->pending);
     target = q->submitted;
     own = std::this_thread::get_id() == q->thread_id;
-    if (q->busy) {
-      q->cancelled_behind += dropped.size();  // their fences follow the running command's
-    } else {
-      q->completed.store(q->completed.load(std::memory_order_relaxed) + dropped.size(),
-                         std::memory_order_release);
-      q->passed.notify_all();
-    }
+    was_busy = q->busy;
+    started = q->started;
+    // Until the dropped commands' completions have run, no fence passes: a wait() that returns
+    // has seen every completion up to its fence (run() defers what finishes meanwhile).
+    ++q->cancels_running;
   }
   const CopyOutcome cancelled{Result::from_errno(ECANCELED), CopyOutcome::Side::kNone, 0};
   for (const Command& c : dropped) {
     if (c.completion.done) c.completion.done(c.completion.context, cancelled);
+  }
+  {
+    std::lock_guard lock(q->mu);
+    --q->cancels_running;
+    if (was_busy && q->busy && q->started == started) {
+      q->cancelled_behind += dropped.size();  // their fences pass with the running command's
+    } else {
+      q->deferred += dropped.size();
+    }
+    if (q->cancels_running == 0 && q->deferred != 0) {
+      q->completed.store(q->completed.load(std::memory_order_relaxed) + q->deferred,
+                         std::memory_order_release);
+      q->deferred = 0;
+      q->passed.notify_all();
+    }
   }
   if (own) return;  // the running command is the caller: it passes when it returns
   std::unique_lock lock(q->mu);
@@ -185,6 +200,7 @@ void CommandQueues::run(Queue* q) {
     const Command c = std::move(q->pending.front());
     q->pending.pop_front();
     q->busy = true;
+    ++q->started;
     lock.unlock();
     const CopyOutcome outcome = execute(c);
     // A host task forked and this is the child, where this thread is all there is: the
@@ -192,11 +208,16 @@ void CommandQueues::run(Queue* q) {
     if (::getpid() != q->pid) return;
     if (c.completion.done) c.completion.done(c.completion.context, outcome);
     lock.lock();
-    q->completed.store(q->completed.load(std::memory_order_relaxed) + 1 + q->cancelled_behind,
-                       std::memory_order_release);
+    const Fence passing = 1 + q->cancelled_behind;
     q->cancelled_behind = 0;
     q->busy = false;
-    q->passed.notify_all();
+    if (q->cancels_running != 0) {
+      q->deferred += passing;  // a cancel's completions are still running: it passes them all
+    } else {
+      q->completed.store(q->completed.load(std::memory_order_relaxed) + passing,
+                         std::memory_order_release);
+      q->passed.notify_all();
+    }
   }
   const bool orphaned = q->orphaned;
   lock.unlock();

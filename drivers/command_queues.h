@@ -76,8 +76,11 @@ class CommandQueues {
     std::deque<Command> pending;
     Fence submitted = 0;
     std::atomic<Fence> completed{0};
-    bool busy = false;         // a command is executing (popped, its fence not yet passed)
+    bool busy = false;           // a command is executing (popped, its fence not yet passed)
+    uint64_t started = 0;        // commands popped so far (which one is busy)
     Fence cancelled_behind = 0;  // fences cancel() dropped behind the busy one: they pass with it
+    int cancels_running = 0;     // cancel() calls whose dropped completions are still running
+    Fence deferred = 0;          // fences that passed meanwhile: the last such cancel adds them
     bool stop = false;
     bool orphaned = false;  // destroyed from its own thread: the thread frees the queue
     std::thread thread;

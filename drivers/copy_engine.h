@@ -51,8 +51,9 @@
 //   waits for the running one, and frees the queue. From the queue's own thread (a host task
 //   that ends the process) it does not wait for itself.
 // - cancel(): the same drop, but the queue stays (aclrtStreamAbort): the commands queued when it
-//   is called and not started get kCancelled, it returns once the running one has finished, and
-//   every fence given so far has passed then (cancelled fences pass with the running command).
+//   is called and not started get kCancelled (their completions run on the cancelling thread),
+//   it returns once the running one has finished, and every fence given so far has passed then
+//   (cancelled fences pass with the running command, and never before their completions ran).
 //   Commands submitted meanwhile run as usual. From the queue's own thread it drops the others
 //   and does not wait for itself. A running host task that must stop early (a wait on memory)
 //   is the core's to interrupt: the backend stops no running command.

@@ -35,6 +35,13 @@
 //   [va, va+size) (the core has found at least one such mapping).
 // - query(): what is at va, for pointer queries under authoritative_queries and for the
 //   conformance suite; kNotFound when nothing is mapped or allocated there.
+// - register_host() (halHostRegister, aclrtHostRegister[V2]): the process's own pages of
+//   [va, va+size) (whole host pages, outside the device's windows: the core checked both) become
+//   reachable by `device`'s kernels at the same address; `pin` keeps them resident where the
+//   host allows (emu: mlock, best effort under RLIMIT_MEMLOCK). kBadAddress when a page of the
+//   range is not mapped in the process; nothing is registered then. unregister_host() undoes
+//   exactly one successful register_host() with the same arguments. The core keeps the
+//   registrations (which device, MAPPED or PINNED, overlaps), as the vendor's runtime does.
 //
 // Threading: map, unmap and set_access of different mappings run concurrently (the core holds
 // only the reservation's lock: mapping threads must not serialize in the backend, or the map
@@ -81,6 +88,8 @@ class DeviceMmu {
   virtual Result access(uint64_t va, Location location, Access* out) const = 0;
   virtual Result grant_peer(uint64_t va, uint64_t size, DeviceIndex device) = 0;
   virtual Result query(uint64_t va, AddressInfo* out) const = 0;
+  virtual Result register_host(uint64_t va, uint64_t size, DeviceIndex device, bool pin) = 0;
+  virtual Result unregister_host(uint64_t va, uint64_t size, DeviceIndex device, bool pin) = 0;
 };
 
 }  // namespace aclvmm::dev

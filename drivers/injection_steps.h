@@ -41,6 +41,7 @@ inline constexpr const char kMmuMap[] = "dev.mmu.map";
 inline constexpr const char kMmuUnmap[] = "dev.mmu.unmap";
 inline constexpr const char kMmuSetAccess[] = "dev.mmu.set_access";
 inline constexpr const char kMmuGrantPeer[] = "dev.mmu.grant_peer";
+inline constexpr const char kMmuRegisterHost[] = "dev.mmu.register_host";
 inline constexpr const char kCopySync[] = "dev.copy.copy";
 inline constexpr const char kFillSync[] = "dev.copy.fill";
 inline constexpr const char kQueueCreate[] = "dev.queue.create";
@@ -64,7 +65,7 @@ inline constexpr const char* kInterfaceSteps[] = {
     kDeviceOpen,     kDeviceClose,      kDevicePeer,      kWindowReserve,
     kWindowRelease,  kPhysicalCreate,   kPhysicalRelease, kPhysicalRoute,
     kBlockAllocate,  kBlockFree,        kMmuMap,          kMmuUnmap,
-    kMmuSetAccess,   kMmuGrantPeer,     kCopySync,        kFillSync,
+    kMmuSetAccess,   kMmuGrantPeer,     kMmuRegisterHost, kCopySync,        kFillSync,
     kQueueCreate,    kQueueSubmit,      kQueueExecute,    kShareExport,
     kShareDisableValidation,            kShareSetPids,    kShareImport,
     kManagedAllocate, kManagedFree,     kManagedAdvise,   kManagedPrefetch,

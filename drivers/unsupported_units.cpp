@@ -24,6 +24,12 @@ Result UnsupportedMmu::set_access(uint64_t, uint64_t, const AccessGrant*, size_t
 Result UnsupportedMmu::access(uint64_t, Location, Access*) const { return not_supported(); }
 Result UnsupportedMmu::grant_peer(uint64_t, uint64_t, DeviceIndex) { return not_supported(); }
 Result UnsupportedMmu::query(uint64_t, AddressInfo*) const { return not_supported(); }
+Result UnsupportedMmu::register_host(uint64_t, uint64_t, DeviceIndex, bool) {
+  return not_supported();
+}
+Result UnsupportedMmu::unregister_host(uint64_t, uint64_t, DeviceIndex, bool) {
+  return not_supported();
+}
 
 CopyOutcome UnsupportedCopyEngine::copy(const CopyRequest&) {
   return CopyOutcome{not_supported(), CopyOutcome::Side::kNone, 0};

@@ -52,6 +52,8 @@ class UnsupportedMmu final : public DeviceMmu {
   Result access(uint64_t va, Location location, Access* out) const override;
   Result grant_peer(uint64_t va, uint64_t size, DeviceIndex device) override;
   Result query(uint64_t va, AddressInfo* out) const override;
+  Result register_host(uint64_t va, uint64_t size, DeviceIndex device, bool pin) override;
+  Result unregister_host(uint64_t va, uint64_t size, DeviceIndex device, bool pin) override;
 };
 
 // Queues cannot be created, so no completion ever runs; completed() of any queue is 0.

@@ -188,6 +188,40 @@ Result FakeMmu::grant_peer(uint64_t va, uint64_t size, DeviceIndex device) {
   return Result::success();
 }
 
+Result FakeMmu::register_host(uint64_t va, uint64_t size, DeviceIndex device, bool pin) {
+  std::lock_guard<std::mutex> lock(machine_.mutex());
+  constexpr uint64_t kHostPage = 4096;
+  if (device < 0 || device >= kMaxDevices) return machine_.violation("register_host: no such device");
+  if (size == 0 || va % kHostPage != 0 || size % kHostPage != 0 || va + size < va) {
+    return machine_.violation("register_host: the range is not whole host pages");
+  }
+  // The process's pages: what the CPU reaches (not the null page, no fake entry), or a host
+  // block (aclrtMallocHost memory is the CPU's as well).
+  uint64_t bad = 0;
+  uint64_t start = 0;
+  const Entry* e = containing(va, &start);
+  const bool in_host_block = e != nullptr && e->kind == AddressInfo::Kind::kHostBlock &&
+                             va + size - start <= e->size;
+  if (!in_host_block && !host_reaches_locked(va, size, &bad)) return Result::from_errno(EFAULT);
+  registered_[{va, device}] = Registration{size, pin};
+  return Result::success();
+}
+
+Result FakeMmu::unregister_host(uint64_t va, uint64_t size, DeviceIndex device, bool pin) {
+  std::lock_guard<std::mutex> lock(machine_.mutex());
+  auto it = registered_.find({va, device});
+  if (it == registered_.end() || it->second.size != size || it->second.pinned != pin) {
+    return machine_.violation("unregister_host: not exactly a registration register_host made");
+  }
+  registered_.erase(it);
+  return Result::success();
+}
+
+size_t FakeMmu::host_registrations() const {
+  std::lock_guard<std::mutex> lock(machine_.mutex());
+  return registered_.size();
+}
+
 Result FakeMmu::query(uint64_t va, AddressInfo* out) const {
   std::lock_guard<std::mutex> lock(machine_.mutex());
   if (out == nullptr) return machine_.violation("query: no result pointer");

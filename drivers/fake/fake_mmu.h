@@ -34,6 +34,11 @@ class FakeMmu final : public DeviceMmu {
   Result access(uint64_t va, Location location, Access* out) const override;
   Result grant_peer(uint64_t va, uint64_t size, DeviceIndex device) override;
   Result query(uint64_t va, AddressInfo* out) const override;
+  // The fake keeps each registration (va, device) to check that unregister_host undoes exactly
+  // one (a violation otherwise); kBadAddress for a range the CPU cannot reach (below).
+  Result register_host(uint64_t va, uint64_t size, DeviceIndex device, bool pin) override;
+  Result unregister_host(uint64_t va, uint64_t size, DeviceIndex device, bool pin) override;
+  size_t host_registrations() const;
 
   // The test's CPU at va: n bytes read (or written) through the mapping there when the HOST may
   // (kBadAddress, -EFAULT, when it may not or nothing is mapped: where a real CPU faults).
@@ -61,6 +66,11 @@ class FakeMmu final : public DeviceMmu {
   bool host_reaches_locked(uint64_t address, uint64_t n, uint64_t* bad) const;
 
  private:
+  struct Registration {
+    uint64_t size = 0;
+    bool pinned = false;
+  };
+  std::map<std::pair<uint64_t, DeviceIndex>, Registration> registered_;  // under the machine's lock
   struct Entry {
     uint64_t size = 0;
     PhysicalId memory;

@@ -71,6 +71,10 @@ Result InjectingMmu::set_access(uint64_t va, uint64_t size, const AccessGrant* g
   if (applied != nullptr) *applied = 0;
   return injected;
 }
+Result InjectingMmu::register_host(uint64_t va, uint64_t size, DeviceIndex device, bool pin) {
+  return unless_injected(gate_, steps::kMmuRegisterHost,
+                         [&] { return inner_.register_host(va, size, device, pin); });
+}
 Result InjectingMmu::grant_peer(uint64_t va, uint64_t size, DeviceIndex device) {
   return unless_injected(gate_, steps::kMmuGrantPeer,
                          [&] { return inner_.grant_peer(va, size, device); });

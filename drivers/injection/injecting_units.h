@@ -99,6 +99,11 @@ class InjectingMmu final : public DeviceMmu {
   }
   Result grant_peer(uint64_t va, uint64_t size, DeviceIndex device) override;
   Result query(uint64_t va, AddressInfo* out) const override { return inner_.query(va, out); }
+  Result register_host(uint64_t va, uint64_t size, DeviceIndex device, bool pin) override;
+  // Undoing has no step of its own (the core's rollback must be able to rely on it).
+  Result unregister_host(uint64_t va, uint64_t size, DeviceIndex device, bool pin) override {
+    return inner_.unregister_host(va, size, device, pin);
+  }
 
  private:
   DeviceMmu& inner_;

@@ -59,35 +59,34 @@ aclError aclvmmLaunchKernel(aclrtStream stream, aclvmmKernelFunc func, void* arg
   Accessor who = rt.accessor_for((*s)->device());
   const int user = rt.user_device(who.device);
   memops::MemoryOps* memory = &rt.memory_ops();
-  (*s)->enqueue([who, memory, user, func, args] {
-    return run_emulated_kernel(who, memory, user,
+  const HostRegistrations* registrations = &rt.host_registrations();
+  (*s)->enqueue([who, memory, user, registrations, func, args] {
+    return run_emulated_kernel(who, memory, user, registrations,
                                [&](aclvmmKernelContext* ctx) { func(ctx, args); });
   });
   return ACL_SUCCESS;
   ACLVMM_API_EXIT();
 }
 
-static aclError kernel_copy(const char* api, aclvmmKernelContext* ctx, void* dst, const void* src,
-                            size_t size) {
+static aclError kernel_access(const char* api, aclvmmKernelContext* ctx, void* dst,
+                              const void* src, size_t size, bool to_device) {
   ACLVMM_REQUIRE_NOT_NULL(api, ctx);
   if (!ctx->error.ok()) return ctx->error.code();
   if (size == 0) return ACL_SUCCESS;
   ACLVMM_REQUIRE_NOT_NULL(api, dst);
   ACLVMM_REQUIRE_NOT_NULL(api, src);
-  Status st = ctx->memory->copy(dst, src, size, ctx->who);
-  if (!st.ok()) ctx->error = st;
-  return api::finish(api, st);
+  return api::finish(api, kernel_copy(ctx, dst, src, size, to_device));
 }
 
 aclError aclvmmKernelRead(aclvmmKernelContext* ctx, void* dst, const void* devSrc, size_t size) {
   ACLVMM_API_GUARD("aclvmmKernelRead");
-  return kernel_copy(api, ctx, dst, devSrc, size);
+  return kernel_access(api, ctx, dst, devSrc, size, /*to_device=*/false);
   ACLVMM_API_EXIT();
 }
 
 aclError aclvmmKernelWrite(aclvmmKernelContext* ctx, void* devDst, const void* src, size_t size) {
   ACLVMM_API_GUARD("aclvmmKernelWrite");
-  return kernel_copy(api, ctx, devDst, src, size);
+  return kernel_access(api, ctx, devDst, src, size, /*to_device=*/true);
   ACLVMM_API_EXIT();
 }
 

@@ -3,6 +3,7 @@
 
 #include "api/api_common.h"
 #include "runtime/runtime.h"
+#include "runtime/stream_values.h"
 
 using namespace aclvmm;
 
@@ -70,6 +71,22 @@ aclError aclrtSynchronizeStreamWithTimeout(aclrtStream stream, int32_t timeout) 
 aclError aclrtStreamAbort(aclrtStream stream) {
   ACLVMM_API_ENTER("aclrtStreamAbort");
   return api::finish(api, Runtime::get().abort_stream(api::token(stream)));
+  ACLVMM_API_EXIT();
+}
+
+aclError aclrtValueWrite(void* devAddr, uint64_t value, uint32_t flag, aclrtStream stream) {
+  ACLVMM_API_ENTER("aclrtValueWrite");
+  ACLVMM_REQUIRE_NOT_NULL(api, devAddr);
+  return api::finish(api, value_write(Runtime::get(), api::addr(devAddr), value, flag,
+                                      api::token(stream)));
+  ACLVMM_API_EXIT();
+}
+
+aclError aclrtValueWait(void* devAddr, uint64_t value, uint32_t flag, aclrtStream stream) {
+  ACLVMM_API_ENTER("aclrtValueWait");
+  ACLVMM_REQUIRE_NOT_NULL(api, devAddr);
+  return api::finish(api, value_wait(Runtime::get(), api::addr(devAddr), value, flag,
+                                     api::token(stream)));
   ACLVMM_API_EXIT();
 }
 

@@ -95,6 +95,11 @@ enum class LockRank : uint8_t {
   // ManagedMemory::mu_: the core's records of the managed ranges (residency, the LRU and the fault
   // thread are the backend's since step 6). Takes nothing.
   kManagedRanges,
+  // HostRegistrations::mu_ (src/vmm/host_registrations.h): the host memory registered for each
+  // device. Taken under the runtime's lock (a device's last reset, teardown) and with nothing
+  // held by the API calls, pointer queries and kernels; held across the backend's register_host
+  // and unregister_host (their injection and log steps).
+  kHostRegistrations,
   // AddressSpace::mu_ (src/vmm/address_space.h): the region tree and the copy of the windows'
   // layout. Exclusive to add or remove a region (and so around every reserve and release of the
   // backend's windows, D9), shared for every lookup. Taken under the runtime's start (attaching
@@ -154,6 +159,7 @@ constexpr const char* lock_rank_name(LockRank rank) {
     case LockRank::kShareService: return "ShareService::mu_ (sharing)";
     case LockRank::kManagedLifetime: return "ManagedMemory::change_mu_ (managed allocations)";
     case LockRank::kManagedRanges: return "ManagedMemory::mu_ (managed ranges)";
+    case LockRank::kHostRegistrations: return "HostRegistrations::mu_ (host registrations)";
     case LockRank::kRegionTree: return "AddressSpace::mu_ (region tree)";
     case LockRank::kRegionMappings: return "Region::mu (a region's mappings)";
     case LockRank::kKernelBinary: return "KernelBinary::mu (a binary's kernels)";

@@ -219,7 +219,9 @@ Status Kernels::launch(const KernelLaunch& l) {
   const Accessor who = rt_.accessor_for(device);
   const int user = rt_.user_device(device);
   memops::MemoryOps* memory = &rt_.memory_ops();
-  stream->enqueue([name = fn->name, blocks = l.blocks, bytes, who, user, memory]() -> Status {
+  const HostRegistrations* registrations = &rt_.host_registrations();
+  stream->enqueue([name = fn->name, blocks = l.blocks, bytes, who, user, memory,
+                   registrations]() -> Status {
     // The implementation registered under the name when the stream reaches the kernel.
     std::optional<NamedKernel> kernel = KernelRegistry::get().find(name);
     if (!kernel) {
@@ -228,7 +230,7 @@ Status Kernels::launch(const KernelLaunch& l) {
                                "it",
                                name));
     }
-    return run_emulated_kernel(who, memory, user, [&](aclvmmKernelContext* ctx) {
+    return run_emulated_kernel(who, memory, user, registrations, [&](aclvmmKernelContext* ctx) {
       kernel->func(ctx, blocks, bytes->data(), bytes->size(), kernel->user_data);
     });
   });

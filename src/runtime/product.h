@@ -32,9 +32,12 @@ enum class Feature {
   kNoAccessOverPcie,   // aclrtMemMapNoAccess on a PCIe-interconnected device
   kStreamAbort,        // aclrtStreamAbort
   kHugeStream,         // aclrtCreateStreamWithConfig with ACL_STREAM_HUGE
+  kStreamMemoryOps,    // aclrtValueWrite, aclrtValueWait
+  kBatchCopy,          // aclrtMemcpyBatch, aclrtMemcpyBatchAsync
+  kHostRegister,       // aclrtHostRegister[V2], aclrtHostGetDevicePointer, aclrtHostUnregister
 };
 // Counted from the last enumerator: a new Feature goes at the end and becomes this one.
-inline constexpr int kFeatureCount = static_cast<int>(Feature::kHugeStream) + 1;
+inline constexpr int kFeatureCount = static_cast<int>(Feature::kHostRegister) + 1;
 
 struct Product {
   std::string soc;

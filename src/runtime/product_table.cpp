@@ -47,6 +47,13 @@ constexpr std::array<FeatureRow, kFeatureCount> kFeatures = {{
     {Feature::kStreamAbort, k950 | kA3 | kA2, "`aclrtStreamAbort`", false},
     {Feature::kHugeStream, kAll & ~kInf, "`aclrtCreateStreamWithConfig` with `ACL_STREAM_HUGE`",
      false},
+    {Feature::kStreamMemoryOps, k950 | kA3 | kA2, "`aclrtValueWrite`, `aclrtValueWait`", false},
+    {Feature::kBatchCopy, k950 | kA3 | kA2, "`aclrtMemcpyBatch`, `aclrtMemcpyBatchAsync`", false},
+    // The documentation wins over the TRAIN runtime configuration, which carries the feature.
+    {Feature::kHostRegister, k950 | kA3 | kA2,
+     "`aclrtHostRegister`, `aclrtHostRegisterV2`, `aclrtHostGetDevicePointer`, "
+     "`aclrtHostUnregister`",
+     false},
 }};
 
 constexpr bool indexed_by_feature() {

@@ -82,7 +82,8 @@ Runtime::Runtime(uint32_t generation)
       streams_(fork_tag(0x57e4, generation)),
       sharing_(process_sharing()),
       managed_(*this),
-      vmm_(*this, space_, physical_, sharing_, managed_),
+      host_registrations_(*this),
+      vmm_(*this, space_, physical_, sharing_, managed_, &host_registrations_),
       memory_ops_(*this, space_, managed_),
       kernels_(*this, fork_tag(0xb1b1, generation), fork_tag(0xf0f0, generation),
                fork_tag(0xa9a9, generation)) {}
@@ -97,6 +98,7 @@ ProductRules Runtime::rules() const {
                          cfg.product.supports(Feature::kNoAccessOverPcie);
   r.huge_1g_pages = cfg.product.supports(Feature::kHuge1GPages);
   r.quirks = cfg.quirks_vendor;
+  r.host_register = cfg.product.supports(Feature::kHostRegister);
   return r;
 }
 
@@ -275,6 +277,10 @@ void Runtime::teardown_locked(std::unique_lock<LifetimeMutex>& lock, const char*
     contexts_.remove(token);
   }
   for (auto& mask : peer_masks_) mask.store(0);
+  for (const HostRegistration& r : host_registrations_.release_all()) {
+    ACLVMM_LOG_WARN("RUNTIME", "{}: unregistering host memory of {} bytes at 0x{:x} registered by "
+                    "aclrtHostRegister for device {}", why, r.size, r.base, r.device);
+  }
   for (const std::string& path : kernels_.release_all()) {
     ACLVMM_LOG_WARN("RUNTIME", "{}: unloading kernel binary {} loaded by aclrtBinaryLoadFromFile",
                     why, path);
@@ -389,6 +395,8 @@ Status Runtime::reset_device(int32_t user_id, bool force) {
       doomed = destroy_context_locked(d.primary_context);
       d.primary_context = 0;
       peer_masks_[phys].store(0);
+      // The device's last reference: its host registrations go (runtime-extra.md §5).
+      (void)host_registrations_.release_device(phys);
     }
   }
   abort_streams(doomed);
@@ -559,14 +567,20 @@ Status Runtime::synchronize_device(int32_t timeout_ms) {
   }
   if (Stream::running()) return Stream::refuse_from_task(Stream::kWouldWait);
   ACLVMM_ASSIGN_OR_RETURN(const int dev, current_device());
-  // One deadline for the whole call, not one per stream.
+  // One deadline for the whole call, not one per stream. Every stream is drained first, so that
+  // a timeout takes no stream's failure with it (it stays for a later call); then the failures
+  // are collected, the first one returned.
   const Stream::Deadline deadline =
       std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms < 0 ? 0 : timeout_ms);
-  Status first;
-  for (auto& [token, stream] : streams_.snapshot()) {
+  auto streams = streams_.snapshot();
+  for (auto& [token, stream] : streams) {
     if (stream->device() != dev) continue;
-    Status st = stream->synchronize(timeout_ms < 0 ? nullptr : &deadline);
-    if (st.code() == ACL_ERROR_RT_STREAM_SYNC_TIMEOUT) return st;
+    ACLVMM_RETURN_IF_ERROR(stream->drain(timeout_ms < 0 ? nullptr : &deadline));
+  }
+  Status first;
+  for (auto& [token, stream] : streams) {
+    if (stream->device() != dev) continue;
+    Status st = stream->synchronize();
     if (!st.ok() && first.ok()) first = st;
   }
   return first;

@@ -83,6 +83,7 @@ class Runtime final : public RuntimeServices {
   ManagedMemory& managed() { return managed_; }
   // Kernel binaries, their kernels and launch parameter buffers (runtime-extra.md §9).
   Kernels& kernels() { return kernels_; }
+  HostRegistrations& host_registrations() { return host_registrations_; }
   // The virtual-memory operations and the copy engine's, given this runtime's pieces.
   vmm::Vmm& vmm() { return vmm_; }
   memops::MemoryOps& memory_ops() { return memory_ops_; }
@@ -193,6 +194,7 @@ class Runtime final : public RuntimeServices {
   // One per process image: its own fork handler refers to it, so a child keeps using it.
   ShareService& sharing_;
   ManagedMemory managed_;
+  HostRegistrations host_registrations_;
   vmm::Vmm vmm_;
   memops::MemoryOps memory_ops_;
   Kernels kernels_;

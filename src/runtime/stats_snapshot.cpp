@@ -43,7 +43,7 @@ std::string stats_json(const StatsSources& sources) {
       "\"devices\": [{}], "
       "\"live\": {{\"physical_handles\": {}, \"reservations\": {}, \"mappings\": {}, "
       "\"exports\": {}, \"imports\": {}, \"managed_allocations\": {}, \"device_allocations\": {}, "
-      "\"host_allocations\": {}, \"binaries\": {}}}, "
+      "\"host_allocations\": {}, \"host_registrations\": {}, \"binaries\": {}}}, "
       "\"managed\": {}, "
       "\"ipc\": {{\"imports_denied\": {}, \"listener_wakeups\": {}, \"listener_timeouts\": {}, "
       "\"connections_dropped\": {}, \"impostors_refused\": {}, \"replies_refused\": {}}}}}",
@@ -53,7 +53,8 @@ std::string stats_json(const StatsSources& sources) {
       space.region_count(RegionKind::kReservation) + space.region_count(RegionKind::kNoUcReservation),
       space.mapping_count(), sharing.live_exports(), sharing.live_imports(),
       sources.managed.live(), space.region_count(RegionKind::kDeviceMalloc),
-      space.region_count(RegionKind::kHostPinned), sources.binaries, sources.managed.stats_json(),
+      space.region_count(RegionKind::kHostPinned), sources.host_registrations, sources.binaries,
+      sources.managed.stats_json(),
       sharing.denied(),
       sharing.listener_wakeups(), sharing.listener_timeouts(), sharing.connections_dropped(),
       sharing.impostors_refused(), sharing.replies_refused());
@@ -62,7 +63,8 @@ std::string stats_json(const StatsSources& sources) {
 std::string stats_json(Runtime& rt, bool start) {
   if (start) (void)rt.start();
   return stats_json(StatsSources{rt.config(), rt, rt.space(), rt.physical(), rt.sharing(),
-                                 rt.managed(), rt.kernels().live_binaries()});
+                                 rt.managed(), rt.kernels().live_binaries(),
+                                 rt.host_registrations().size()});
 }
 
 void write_stats_file_at_exit(Runtime& rt) {

@@ -28,7 +28,8 @@ struct StatsSources {
   const HandleTable<PhysicalAllocation>& physical;
   const ShareService& sharing;
   const ManagedMemory& managed;
-  size_t binaries = 0;  // kernel binaries loaded (runtime-extra.md §11)
+  size_t binaries = 0;            // kernel binaries loaded (runtime-extra.md §11)
+  size_t host_registrations = 0;  // aclrtHostRegister[V2] not undone
 };
 
 std::string stats_json(const StatsSources& sources);

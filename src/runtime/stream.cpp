@@ -1,6 +1,9 @@
 #include "runtime/stream.h"
 
+#include <algorithm>
+#include <chrono>
 #include <new>
+#include <thread>
 
 #include <spdlog/fmt/fmt.h>
 
@@ -29,6 +32,7 @@ struct Stream::Pending {
   Accessor who;
   const char* api = nullptr;
   bool prefetch = false;  // kPrefetch: a failure is logged, not the stream's error
+  uint64_t word = 0;      // aclrtValueWrite: the value the copy stores
 };
 
 Stream::Stream(std::shared_ptr<dev::DeviceBackend> backend, int device, uint64_t context,
@@ -207,7 +211,50 @@ void Stream::enqueue_prefetch(uint64_t address, uint64_t size, dev::Location tar
   submit(command, p);
 }
 
+void Stream::enqueue_value_write(memops::MemoryOps& ops, uint64_t address, uint64_t value,
+                                 const Accessor& who) {
+  Pending* p = new (std::nothrow) Pending;
+  if (p == nullptr) return record(Error(ACL_ERROR_RT_MEMORY_ALLOCATION, "no memory to queue the task"));
+  *p = Pending{this, nullptr, Status(), &ops, address, 0, sizeof(uint64_t), who,
+               "aclrtValueWrite"};
+  p->word = value;  // the copy's source: it lives in the completion's context until it ran
+  p->src = reinterpret_cast<uint64_t>(&p->word);
+  dev::Command command;
+  command.kind = dev::CommandKind::kCopy;
+  command.copy = ops.copy_request(reinterpret_cast<void*>(address), &p->word, sizeof(uint64_t), who);
+  submit(command, p);
+}
+
+void Stream::enqueue_value_wait(memops::MemoryOps& ops, uint64_t address,
+                                std::function<bool(uint64_t)> ready, const Accessor& who) {
+  enqueue([this, &ops, address, ready = std::move(ready), who]() -> Status {
+    // Polls as a device's wait engine would: at once, then with a growing pause up to 1 ms, so
+    // that a wait of seconds costs no core.
+    auto pause = std::chrono::microseconds(0);
+    for (;;) {
+      uint64_t word = 0;
+      Status st = ops.copy(&word, reinterpret_cast<const void*>(address), sizeof word, who);
+      if (!st.ok()) return labelled("aclrtValueWait", st);
+      if (ready(word)) return Status::Ok();
+      if (halting()) return Status::Ok();  // discarded by aclrtStreamAbort or a destroy
+      if (pause.count() == 0) {
+        std::this_thread::yield();
+        pause = std::chrono::microseconds(10);
+      } else {
+        std::this_thread::sleep_for(pause);
+        pause = std::min(pause * 2, std::chrono::microseconds(1000));
+      }
+    }
+  });
+}
+
 Status Stream::synchronize(const Deadline* deadline) {
+  ACLVMM_RETURN_IF_ERROR(drain(deadline));
+  std::lock_guard lock(mu_);
+  return std::exchange(first_error_, Status());
+}
+
+Status Stream::drain(const Deadline* deadline) {
   if (t_running) return refuse_from_task(kWouldWait);
   std::unique_lock lock(mu_);
   // Until the stream is idle: every command submitted, including those its tasks submit while
@@ -229,7 +276,7 @@ Status Stream::synchronize(const Deadline* deadline) {
                              "waited for it",
                              token()));
   }
-  return std::exchange(first_error_, Status());
+  return Status::Ok();
 }
 
 void Stream::cancel() {
@@ -259,6 +306,7 @@ void Stream::abort() {
     if (stopped_) return;
     stopped_ = true;
   }
+  stopping_.store(true, std::memory_order_release);  // a running memory wait ends
   // Outside mu_: the cancelled commands' completions and the running one's take it.
   engine_.destroy_queue(queue_);
 }

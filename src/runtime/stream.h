@@ -67,19 +67,35 @@ class Stream {
   // A managed prefetch (kPrefetch: the backend's unified memory, in stream order). Its failure
   // is only logged, as the vendor's driver-side prefetch failures are: the call succeeded.
   void enqueue_prefetch(uint64_t address, uint64_t size, dev::Location target);
+  // aclrtValueWrite: the 64-bit `value` is stored at `address` when the stream reaches it, as
+  // device `who` writes (a kCopy through the device MMU: a fault is the stream's failure).
+  void enqueue_value_write(memops::MemoryOps& ops, uint64_t address, uint64_t value,
+                           const Accessor& who);
+  // aclrtValueWait: the stream (not the caller) waits until ready(word) holds for the 64-bit
+  // word at `address`, read as device `who`; another stream, a kernel, another process or the
+  // CPU may change it meanwhile. No timeout: cancel() or abort() end the wait, which then
+  // counts as discarded.
+  void enqueue_value_wait(memops::MemoryOps& ops, uint64_t address,
+                          std::function<bool(uint64_t)> ready, const Accessor& who);
   // Waits for every task submitted so far; returns the first failure since the last call.
   // From a task: 107000 at once (refuse_from_task). `deadline` (none: for ever) bounds the wait:
   // past it 507046, the work goes on and the failure stays for a later call. An abort() or
   // cancel() while it waits: 107023.
   using Deadline = std::chrono::steady_clock::time_point;
   Status synchronize(const Deadline* deadline = nullptr);
+  // Waits as synchronize() does but leaves a failure for the next synchronize() (work the
+  // caller orders behind the stream's; the first pass of a device's timed synchronisation).
+  Status drain(const Deadline* deadline = nullptr);
   // aclrtStreamAbort: every command not started is dropped, the running one finishes, and the
   // stream is empty with no pending failure when it returns; it stays usable. Waiters of
   // synchronize() at that moment return 107023. A running memory wait (aclrtValueWait) sees
   // cancelling() and ends.
   void cancel();
-  // True while cancel() runs: a long-running task of the stream's own ends early.
-  bool cancelling() const { return cancelling_.load(std::memory_order_acquire); }
+  // True while cancel() or abort() runs: a long-running task of the stream's own (a memory
+  // wait) ends early.
+  bool halting() const {
+    return cancelling_.load(std::memory_order_acquire) || stopping_.load(std::memory_order_acquire);
+  }
   // Drops tasks that have not started (aclrtDestroyStreamForce) and stops the queue. From the
   // queue's own thread (a task that ends the process) the thread is left running instead of
   // joined.
@@ -127,6 +143,7 @@ class Stream {
   // for its running command.
   RankedMutex<LockRank::kStreamControl> control_mu_;
   std::atomic<bool> cancelling_{false};
+  std::atomic<bool> stopping_{false};  // abort() began: the queue is being destroyed
 };
 
 }  // namespace aclvmm

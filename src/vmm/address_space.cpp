@@ -80,6 +80,31 @@ Region* AddressSpace::find_region(uint64_t va) {
   return const_cast<Region*>(static_cast<const AddressSpace*>(this)->find_region(va));
 }
 
+bool AddressSpace::is_host_block(uint64_t va) const {
+  std::shared_lock lock(mu_);
+  const Region* r = find_region(va);
+  return r != nullptr && r->kind == RegionKind::kHostPinned && va - r->base < r->size;
+}
+
+bool AddressSpace::overlaps_device_windows(uint64_t base, uint64_t size) const {
+  auto overlaps = [base, size](uint64_t b, uint64_t n) { return n != 0 && base < b + n && b < base + size; };
+  if (overlaps(layout_.device.base, layout_.device.size) ||
+      overlaps(layout_.managed.base, layout_.managed.size)) {
+    return true;
+  }
+  // The no-UC "window" is only where such reservations may be placed, among the process's own
+  // mappings: what counts is the no-UC reservations made there.
+  std::shared_lock lock(mu_);
+  auto it = regions_.upper_bound(base + size - 1);
+  while (it != regions_.begin()) {
+    --it;
+    const Region& r = *it->second;
+    if (r.base + r.span <= base) break;  // regions do not overlap: nothing further down reaches
+    if (r.kind == RegionKind::kNoUcReservation) return true;
+  }
+  return false;
+}
+
 bool AddressSpace::in_windows(uint64_t va) const {
   return layout_.host_pinned.contains(va) || layout_.managed.contains(va) ||
          layout_.device.contains(va);

@@ -174,6 +174,12 @@ class AddressSpace {
   uint64_t uvm_window() const { return layout_.managed.base; }
   uint64_t uvm_window_size() const { return layout_.managed.size; }
 
+  // Host registrations (runtime-extra.md §5): whether va lies in an aclrtMallocHost block, and
+  // whether [base, base+size) reaches into the device or managed window or a no-UC reservation
+  // (host memory only can be registered; aclrtMallocHost's window is host memory).
+  bool is_host_block(uint64_t va) const;
+  bool overlaps_device_windows(uint64_t base, uint64_t size) const;
+
   // Statistics.
   size_t region_count(RegionKind kind) const;
   size_t mapping_count() const;

@@ -49,6 +49,10 @@ class MemoryOps {
   // The endpoint the copy engine gets for va (kManaged in the managed window, else kHostMemory
   // or kMapped).
   dev::CopyEndpoint endpoint(uint64_t va) const;
+  // Whether va is plain process memory (what the core's records do not know).
+  bool process_memory(uint64_t va) const {
+    return endpoint(va).kind == dev::EndpointKind::kHostMemory;
+  }
   static dev::Executor executor(const Accessor& who);
   // The Status of a failed outcome of a copy from src to dst (src == 0 for a fill): the core's
   // own reason when its bookkeeping refuses the range, else what the engine reported.

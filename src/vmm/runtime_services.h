@@ -29,6 +29,7 @@ struct ProductRules {
   bool no_access_mappings = true;    // aclrtMemMapNoAccess on this interconnect (products.md)
   bool huge_1g_pages = false;        // 1 GiB pages (aclrtMallocPhysical, aclrtMalloc policies)
   bool quirks = false;               // ACLVMM_QUIRKS=vendor: the vendor's extra checks
+  bool host_register = false;        // aclrtHostRegister[V2] and friends (runtime-extra.md §5)
 };
 
 class RuntimeServices : public DeviceDirectory {

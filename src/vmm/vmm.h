@@ -10,6 +10,7 @@
 #include "base/handle_table.h"
 #include "base/status.h"
 #include "vmm/address_space.h"
+#include "vmm/host_registrations.h"
 #include "vmm/managed.h"
 #include "vmm/physical.h"
 #include "vmm/runtime_services.h"
@@ -30,9 +31,16 @@ struct PhysicalSpec {
 // own: the tables and the address space lock what they hold, as before.
 class Vmm {
  public:
+  // `registrations`: the runtime's host registrations (pointer queries report their memory as
+  // HOST, aclrtFreeHost drops those inside the block); none in tests that need none.
   Vmm(RuntimeServices& runtime, AddressSpace& space, HandleTable<PhysicalAllocation>& physical,
-      ShareService& sharing, ManagedMemory& managed)
-      : rt_(runtime), space_(space), physical_(physical), sharing_(sharing), managed_(managed) {}
+      ShareService& sharing, ManagedMemory& managed, HostRegistrations* registrations = nullptr)
+      : rt_(runtime),
+        space_(space),
+        physical_(physical),
+        sharing_(sharing),
+        managed_(managed),
+        registrations_(registrations) {}
   Vmm(const Vmm&) = delete;
   Vmm& operator=(const Vmm&) = delete;
 
@@ -59,6 +67,21 @@ class Vmm {
   StatusOr<uint64_t> host_malloc(uint64_t size);
   Status host_free(uint64_t ptr);
 
+  // Host memory registration (runtime-extra.md §5), after the ACL layer's checks, each in the
+  // spec's order from the context check on. `reserved`: the request has IOMEMORY or READONLY
+  // (207000 in aclvmm); `v2_pinned`: aclrtHostRegisterV2's PINNED (107000 inside aclrtMallocHost
+  // memory).
+  struct HostRegisterRequest {
+    uint64_t ptr = 0;
+    uint64_t size = 0;
+    bool mapped = false;
+    bool pinned = false;
+    bool reserved = false;
+  };
+  Status host_register(const HostRegisterRequest& request);
+  Status host_unregister(uint64_t ptr);
+  StatusOr<uint64_t> host_device_pointer(uint64_t ptr);
+
  private:
   // Drops one mapping's references to `handle`; the last reference removes it from the table.
   void release_ref(uint64_t handle);
@@ -75,7 +98,10 @@ class Vmm {
   HandleTable<PhysicalAllocation>& physical_;
   ShareService& sharing_;
   ManagedMemory& managed_;
+  HostRegistrations* const registrations_;
   std::atomic<size_t> host_page_{0};
+  // The current device of a host-registration call after the context and product checks.
+  StatusOr<int> host_register_device();
 };
 
 }  // namespace aclvmm::vmm

@@ -98,7 +98,10 @@ StatusOr<uint64_t> Vmm::host_malloc(uint64_t size) {
 
 Status Vmm::host_free(uint64_t ptr) {
   auto region = space_.remove_allocation(ptr, RegionKind::kHostPinned);
-  return region.status();
+  ACLVMM_RETURN_IF_ERROR(region.status());
+  // Registrations inside the block go with it (runtime-extra.md §5, lifetime).
+  if (registrations_ != nullptr) (void)registrations_->release_inside((*region)->base, (*region)->span);
+  return Status::Ok();
 }
 
 }  // namespace aclvmm::vmm

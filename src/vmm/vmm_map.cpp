@@ -148,7 +148,13 @@ StatusOr<PointerInfo> Vmm::pointer_info(uint64_t ptr) {
     info.page_size = static_cast<uint32_t>(kChunk);
     return info;
   }
-  return space_.pointer_info(ptr, host_page());
+  StatusOr<PointerInfo> info = space_.pointer_info(ptr, host_page());
+  // Registered process memory is HOST to the device, not UNREGISTERED (runtime-extra.md §5).
+  if (info.ok() && info->kind == PointerInfo::kUnregistered && registrations_ != nullptr &&
+      registrations_->registered(ptr)) {
+    info->kind = PointerInfo::kHost;
+  }
+  return info;
 }
 
 size_t Vmm::host_page() {

@@ -1,4 +1,4 @@
-// Conformance of DeviceMmu (docs/device-interface.md §9, C14-C18). C12-C13 (blocks) come with
+// Conformance of DeviceMmu (docs/device-interface.md §9, C14-C18, C50). C12-C13 (blocks) come with
 // the BlockAllocator; the copy halves of C14 with the copy engine (step 3).
 #include <atomic>
 #include <cstring>
@@ -227,6 +227,25 @@ TEST_P(MmuConformance, C18_ConcurrentMapUnmapEndsEmpty) {
   }
   for (PhysicalId m : mem) ASSERT_TRUE(be().physical().release(m).ok());
   EXPECT_EQ(harness().held_resources(), baseline);
+}
+
+// C50: host registration (runtime-extra.md §5, halHostRegister): the process's own pages register
+// for a device, pinned or not, and unregister with the same arguments; a range with a page the
+// process does not have (the null page, in every backend) is kBadAddress and registers nothing.
+TEST_P(MmuConformance, C50_HostPagesRegisterAndUnregister) {
+  constexpr uint64_t kPage = 4096;
+  std::vector<uint8_t> buffer(8 * kPage, 0x5a);
+  const uint64_t pages = (reinterpret_cast<uint64_t>(buffer.data()) + kPage - 1) / kPage * kPage;
+  for (const bool pin : {false, true}) {
+    SCOPED_TRACE(pin ? "pinned" : "not pinned");
+    ASSERT_TRUE(be().mmu().register_host(pages, 4 * kPage, 0, pin).ok());
+    // Another device registers the same pages on its own.
+    ASSERT_TRUE(be().mmu().register_host(pages, 4 * kPage, 1, pin).ok());
+    EXPECT_TRUE(be().mmu().unregister_host(pages, 4 * kPage, 0, pin).ok());
+    EXPECT_TRUE(be().mmu().unregister_host(pages, 4 * kPage, 1, pin).ok());
+  }
+  EXPECT_EQ(buffer[0], 0x5a) << "registration changed the bytes";
+  EXPECT_EQ(be().mmu().register_host(0, 2 * kPage, 0, false).condition(), Condition::kBadAddress);
 }
 
 ACLVMM_CONFORMANCE_SUITE(MmuConformance);

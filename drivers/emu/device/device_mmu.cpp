@@ -1,10 +1,13 @@
 #include "drivers/emu/device/device_mmu.h"
 
 #include <cerrno>
+#include <cstdio>
 #include <new>
 
 #include "drivers/emu/device/hazard.h"
 #include "drivers/emu/device/physical_object.h"
+#include "drivers/emu/os/process_pages.h"
+#include "drivers/emu/os/util.h"
 
 namespace aclvmm::dev::emu {
 namespace {
@@ -19,7 +22,7 @@ bool valid_location(Location l) {
 }  // namespace
 
 EmuDeviceMmu::EmuDeviceMmu(BackendListener& listener, bool host_access_open)
-    : cpu_(listener, host_access_open) {}
+    : listener_(listener), cpu_(listener, host_access_open) {}
 
 EmuDeviceMmu::~EmuDeviceMmu() {
   for (MmuEntry* e = table_.first_from(0); e != nullptr;) {
@@ -180,6 +183,34 @@ Result EmuDeviceMmu::grant_peer(uint64_t va, uint64_t size, DeviceIndex device) 
     a = e->va + e->size;
   }
   return granted == 0 ? invalid() : Result::success();
+}
+
+Result EmuDeviceMmu::register_host(uint64_t va, uint64_t size, DeviceIndex device, bool pin) {
+  if (device < 0 || device >= kMaxDevices || !os::valid_page_range(va, size) ||
+      va + size > EmuPageTable::kLimit) {
+    return invalid();
+  }
+  if (os::probe_mapped(va, size) != 0) return Result::from_errno(EFAULT);
+  if (pin) {
+    if (int rc = os::pin(va, size); rc != 0) {
+      char message[160];
+      snprintf(message, sizeof message,
+               "host registration at 0x%llx (%llu bytes) stays unpinned: mlock failed, errno %d "
+               "(RLIMIT_MEMLOCK?)",
+               static_cast<unsigned long long>(va), static_cast<unsigned long long>(size), -rc);
+      listener_.log(Severity::kWarning, "EMU", message);
+    }
+  }
+  return Result::success();
+}
+
+Result EmuDeviceMmu::unregister_host(uint64_t va, uint64_t size, DeviceIndex device, bool pin) {
+  if (device < 0 || device >= kMaxDevices || !os::valid_page_range(va, size)) return invalid();
+  // munlock of pages never locked (a refused pin) is harmless. mlock does not count: two
+  // devices' registrations pinning one page share one lock, which the first unregistration
+  // releases; the pages stay mapped and reachable, only their residency is no longer promised.
+  if (pin) (void)os::unpin(va, size);
+  return Result::success();
 }
 
 Result EmuDeviceMmu::query(uint64_t va, AddressInfo* out) const {

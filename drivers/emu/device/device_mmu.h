@@ -35,6 +35,12 @@ class EmuDeviceMmu final : public DeviceMmu {
   Result access(uint64_t va, Location location, Access* out) const override;
   Result grant_peer(uint64_t va, uint64_t size, DeviceIndex device) override;
   Result query(uint64_t va, AddressInfo* out) const override;
+  // The process's own pages are the host's: checked to be mapped, pinned with mlock when asked
+  // (a refusal under RLIMIT_MEMLOCK is logged and the registration stands, unpinned). Nothing is
+  // recorded here: a device reaches host memory through the copy engine's kHostMemory endpoints,
+  // and which device may is the core's registration table.
+  Result register_host(uint64_t va, uint64_t size, DeviceIndex device, bool pin) override;
+  Result unregister_host(uint64_t va, uint64_t size, DeviceIndex device, bool pin) override;
 
   // Blocks (blocks.h): [va, va+size) shows `object` from offset 0, its owner with read-write
   // access (a host block: the CPU, with its CPU view). The entry takes over the reference the
@@ -61,6 +67,7 @@ class EmuDeviceMmu final : public DeviceMmu {
   Result install(MmuEntry* entry, bool retain);
   void forget(MmuEntry* entry);
 
+  BackendListener& listener_;
   EmuPageTable table_;
   CpuView cpu_;
 };

@@ -71,6 +71,8 @@ class StubMmu final : public DeviceMmu {
   Result access(uint64_t, Location, Access*) const override { return kNo; }
   Result grant_peer(uint64_t, uint64_t, DeviceIndex) override { return kNo; }
   Result query(uint64_t, AddressInfo*) const override { return kNo; }
+  Result register_host(uint64_t, uint64_t, DeviceIndex, bool) override { return kNo; }
+  Result unregister_host(uint64_t, uint64_t, DeviceIndex, bool) override { return kNo; }
 };
 
 class StubCopyEngine final : public CopyEngine {

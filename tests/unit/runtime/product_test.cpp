@@ -188,6 +188,9 @@ const FeatureRow kExpectedSupport[] = {
         // runtime-extra.md §10.
         FeatureRow{"StreamAbort", Feature::kStreamAbort,         true,  true,  true,  false, false, false},
         FeatureRow{"HugeStream", Feature::kHugeStream,           true,  true,  true,  true,  false, true},
+        FeatureRow{"StreamMemoryOps", Feature::kStreamMemoryOps, true,  true,  true,  false, false, false},
+        FeatureRow{"BatchCopy", Feature::kBatchCopy,             true,  true,  true,  false, false, false},
+        FeatureRow{"HostRegister", Feature::kHostRegister,       true,  true,  true,  false, false, false},
 };
 
 INSTANTIATE_TEST_SUITE_P(Table, ProductSupports, ::testing::ValuesIn(kExpectedSupport),

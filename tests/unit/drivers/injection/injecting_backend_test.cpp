@@ -86,6 +86,8 @@ class CountingMmu final : public DeviceMmu {
   Result access(uint64_t, Location, Access*) const override { return c_.ok(); }
   Result grant_peer(uint64_t, uint64_t, DeviceIndex) override { return c_.ok(); }
   Result query(uint64_t, AddressInfo*) const override { return c_.ok(); }
+  Result register_host(uint64_t, uint64_t, DeviceIndex, bool) override { return c_.ok(); }
+  Result unregister_host(uint64_t, uint64_t, DeviceIndex, bool) override { return c_.ok(); }
  private:
   Calls& c_;
 };
@@ -223,6 +225,8 @@ std::vector<StepOperation> step_operations() {
          return r;
        }},
       {steps::kMmuGrantPeer, [](DeviceBackend& b) { return b.mmu().grant_peer(0, 0, 1); }},
+      {steps::kMmuRegisterHost,
+       [](DeviceBackend& b) { return b.mmu().register_host(0, 4096, 0, false); }},
       {steps::kCopySync, [](DeviceBackend& b) {
          CopyOutcome o = b.copy_engine().copy({});
          if (!o.result.ok()) {
