@@ -133,13 +133,18 @@ void Runtime::release_inherited() {
   inherited_ = nullptr;
 }
 
+// Every entry that takes the runtime's lock asks this first: the thread that starts the runtime
+// holds it while a kernel library's constructor runs, so a call from there would wait for itself.
+static Status refuse_from_kernel_library_constructor() {
+  if (!t_loading_kernel_libraries) return Status::Ok();
+  return Error(kAclInvalidParam,
+               "called from the constructor of an ACLVMM_KERNEL_LIBS library while the runtime "
+               "starts: such a constructor may only register kernels (aclvmmRegisterKernel)");
+}
+
 Status Runtime::start() {
   if (started_.load(std::memory_order_acquire)) return Status::Ok();
-  if (t_loading_kernel_libraries) {
-    return Error(kAclInvalidParam,
-                 "called from the constructor of an ACLVMM_KERNEL_LIBS library while the runtime "
-                 "starts: such a constructor may only register kernels (aclvmmRegisterKernel)");
-  }
+  ACLVMM_RETURN_IF_ERROR(refuse_from_kernel_library_constructor());
   std::lock_guard lock(mu_);
   return start_locked();
 }
@@ -203,6 +208,7 @@ Status Runtime::start_locked() {
 }
 
 Status Runtime::init(const char* config_path) {
+  ACLVMM_RETURN_IF_ERROR(refuse_from_kernel_library_constructor());
   std::lock_guard lock(mu_);
   std::string content;
   if (config_path) {
@@ -236,6 +242,7 @@ Status Runtime::init(const char* config_path) {
 Status Runtime::finalize() {
   // Finalising joins every stream's worker, the caller's own included.
   if (Stream::running()) return Stream::refuse_from_task(Stream::kWouldDestroy);
+  ACLVMM_RETURN_IF_ERROR(refuse_from_kernel_library_constructor());
   std::unique_lock lock(mu_);
   if (init_refs_ == 0) {
     return Error(kAclRepeatFinalize, "aclFinalize without a matching aclInit");
