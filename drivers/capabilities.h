@@ -46,6 +46,7 @@ struct Capabilities {
   bool sharing = false;             // export / set-pid / import of DEFAULT tokens
   bool fabric_sharing = false;      // FABRIC blobs (needs a server id: DeviceProperties)
   bool disable_validation = false;  // Sharing::disable_validation (NO_WLIST attribute)
+  bool ipc_keys = false;            // Sharing::ipc_* (IPC memory by key, halShmem*)
 
   // ---- unified memory (unified_memory.h)
   bool managed_memory = false;       // the group works at all (hal: halMemManaged* present)

@@ -44,15 +44,46 @@
 //   dedup (hal returns the same handle for the same token and device) returns that same id; the
 //   core's import table recognises it.
 //
+//
+// IPC memory by key (runtime-extra.md §3; the driver's halShmem* calls): a range of device memory
+// named by a text key. The backend builds the key (ipc_key.h: one text on every backend),
+// keeps the key's whitelist and enforces it, as for tokens; the core keeps the process's records
+// (its keys, its imports and their counts) and every check of §3 it can make from them.
+// - ipc_export(): a new key for [offset, offset+size) of `memory` (live, local, device memory
+//   not exported as a token; the core checked the range lies in it and is aligned to
+//   page_size). validate_pids false: anyone may import (DISABLE_PID_VALIDATION). An import or an
+//   object exported as a token: kInvalidArgument (507899).
+// - ipc_set_pids(): as set_pids, by the key's exporter: validation disabled kNotPermitted via
+//   EPERM (207006); closed after it served an import kBadAddress (107017); no live key of this
+//   backend's kind kInvalidArgument; another process's key kNotPermitted via EACCES (both 507899);
+//   more than kIpcWhitelistMax pids, or none left once 0 and the exporter's own pid are skipped:
+//   kInvalidArgument.
+// - ipc_set_link(): records the key's die link (0 SIO, 1 HCCS); only by the exporter (EPERM),
+//   the key must be live (EINVAL).
+// - ipc_close_export(): the exporter ends the key: no import or whitelist change succeeds
+//   afterwards; memory already imported stays usable (runtime-extra.md, deliberate). No key:
+//   EINVAL; another process's: EACCES; closed before after serving imports: EFAULT.
+// - ipc_revoke(): the exporter freed the memory under the key: imports fail (EINVAL) from now
+//   on, the key itself lives until closed. Unknown keys are ignored.
+// - ipc_import(): the memory behind the key for `device`: a new PhysicalId (the exporter's whole
+//   object, or as much of it as the backend hands out) and where the key's range lies in it. No
+//   live key, memory freed: kInvalidArgument; not whitelisted (or listed before the importer
+//   started), the exporter importing its own whitelisted key: kNotPermitted via EACCES (both
+//   507899); an exporter that does not answer in time kTimedOut. Imports are released as any
+//   PhysicalId.
+// A backend without IPC keys (Capabilities::ipc_keys false) keeps the defaults: kNotSupported.
+//
 // Threading: every method from any thread, concurrently. import_* and set_pids may block on
 // another process, each wait bounded (emu: 5 s, docs/sharing.md §9); nothing else blocks. The
 // backend's own threads (emu: the share listener) call only BackendListener.
 // Lifetime: exports end with their memory; imports are ordinary PhysicalIds.
 #pragma once
 
+#include <cerrno>
 #include <cstdint>
 
 #include "drivers/device_result.h"
+#include "drivers/ipc_key.h"
 #include "drivers/device_types.h"
 #include "drivers/physical_allocator.h"
 
@@ -74,6 +105,23 @@ struct ImportedMemory {
   DeviceIndex exporter_device = kNoDevice;   // kNoDevice for host memory
 };
 
+// Where an IPC key's range lies in the memory the backend exports or imports.
+struct IpcRange {
+  PhysicalId memory;
+  uint64_t offset = 0;      // of the key's first byte in `memory`
+  uint64_t size = 0;        // the exported size, rounded up to page_size
+  uint32_t page_size = 0;   // the exporter's page size (pointer queries report it)
+};
+
+struct IpcImported {
+  ImportedMemory memory;  // the new object (its whole size is memory.properties.size)
+  uint64_t offset = 0;    // the key's range within it
+  uint64_t size = 0;
+  uint32_t page_size = 0;
+};
+
+inline constexpr uint32_t kIpcWhitelistMax = 32768;
+
 class Sharing {
  public:
   virtual ~Sharing() = default;
@@ -87,6 +135,28 @@ class Sharing {
   virtual Result import_memory(ShareToken token, DeviceIndex device, ImportedMemory* out) = 0;
   virtual Result import_fabric(const FabricToken& fabric, DeviceIndex device,
                                ImportedMemory* out) = 0;
+
+  virtual Result ipc_export(const IpcRange& range, bool validate_pids, IpcKey* out) {
+    (void)range, (void)validate_pids, (void)out;
+    return Result::from_errno(EOPNOTSUPP);
+  }
+  virtual Result ipc_set_pids(const IpcKey& key, const int32_t* pids, uint32_t count) {
+    (void)key, (void)pids, (void)count;
+    return Result::from_errno(EOPNOTSUPP);
+  }
+  virtual Result ipc_set_link(const IpcKey& key, uint32_t link) {
+    (void)key, (void)link;
+    return Result::from_errno(EOPNOTSUPP);
+  }
+  virtual Result ipc_close_export(const IpcKey& key) {
+    (void)key;
+    return Result::from_errno(EOPNOTSUPP);
+  }
+  virtual void ipc_revoke(const IpcKey& key) { (void)key; }
+  virtual Result ipc_import(const IpcKey& key, DeviceIndex device, IpcImported* out) {
+    (void)key, (void)device, (void)out;
+    return Result::from_errno(EOPNOTSUPP);
+  }
 };
 
 }  // namespace aclvmm::dev

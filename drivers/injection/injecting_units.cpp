@@ -123,6 +123,27 @@ Result InjectingSharing::import_fabric(const FabricToken& fabric, DeviceIndex de
                          [&] { return inner_.import_fabric(fabric, device, out); });
 }
 
+Result InjectingSharing::ipc_export(const IpcRange& range, bool validate_pids, IpcKey* out) {
+  return unless_injected(gate_, steps::kShareIpcExport,
+                         [&] { return inner_.ipc_export(range, validate_pids, out); });
+}
+Result InjectingSharing::ipc_set_pids(const IpcKey& key, const int32_t* pids, uint32_t count) {
+  return unless_injected(gate_, steps::kShareIpcSetPids,
+                         [&] { return inner_.ipc_set_pids(key, pids, count); });
+}
+Result InjectingSharing::ipc_set_link(const IpcKey& key, uint32_t link) {
+  return unless_injected(gate_, steps::kShareIpcSetLink,
+                         [&] { return inner_.ipc_set_link(key, link); });
+}
+Result InjectingSharing::ipc_close_export(const IpcKey& key) {
+  return unless_injected(gate_, steps::kShareIpcClose,
+                         [&] { return inner_.ipc_close_export(key); });
+}
+Result InjectingSharing::ipc_import(const IpcKey& key, DeviceIndex device, IpcImported* out) {
+  return unless_injected(gate_, steps::kShareIpcImport,
+                         [&] { return inner_.ipc_import(key, device, out); });
+}
+
 Result InjectingUnified::allocate(uint64_t size, uint64_t* address) {
   return unless_injected(gate_, steps::kManagedAllocate,
                          [&] { return inner_.allocate(size, address); });

@@ -146,6 +146,13 @@ class InjectingSharing final : public Sharing {
   Result import_memory(ShareToken token, DeviceIndex device, ImportedMemory* out) override;
   Result import_fabric(const FabricToken& fabric, DeviceIndex device,
                        ImportedMemory* out) override;
+  Result ipc_export(const IpcRange& range, bool validate_pids, IpcKey* out) override;
+  Result ipc_set_pids(const IpcKey& key, const int32_t* pids, uint32_t count) override;
+  Result ipc_set_link(const IpcKey& key, uint32_t link) override;
+  Result ipc_close_export(const IpcKey& key) override;
+  // Not a step: revoking cannot fail (the memory is already gone).
+  void ipc_revoke(const IpcKey& key) override { inner_.ipc_revoke(key); }
+  Result ipc_import(const IpcKey& key, DeviceIndex device, IpcImported* out) override;
 
  private:
   Sharing& inner_;

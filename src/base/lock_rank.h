@@ -88,6 +88,11 @@ enum class LockRank : uint8_t {
   // prepare handlers take (ShareService registered its handler last); the backend's own
   // sharing lock follows in DeviceBackend::prepare_fork.
   kShareService,
+  // IpcKeys::mu_ (src/vmm/ipc_keys.h): the process's IPC keys and imports by key. Taken under the
+  // runtime's lock (a device's last reset, teardown) and with nothing held by the API calls;
+  // takes the region tree (an import's region) and the backend's local sharing steps; never held
+  // across a backend call that may wait on another process (import, a foreign key's probe).
+  kIpcKeys,
   // ManagedMemory::change_mu_ (src/vmm/managed.h): an allocation or free of managed memory across
   // the backend's UnifiedMemory call and the change of the core's records. Taken under the
   // runtime's teardown; takes the records' lock (and the backend's unit, whose locks are its own).
@@ -157,6 +162,7 @@ constexpr const char* lock_rank_name(LockRank rank) {
     case LockRank::kRuntimeLifetime: return "Runtime::mu_ (runtime lifetime)";
     case LockRank::kStreamControl: return "Stream::control_mu_ (a stream's cancel and destroy)";
     case LockRank::kShareService: return "ShareService::mu_ (sharing)";
+    case LockRank::kIpcKeys: return "IpcKeys::mu_ (IPC memory by key)";
     case LockRank::kManagedLifetime: return "ManagedMemory::change_mu_ (managed allocations)";
     case LockRank::kManagedRanges: return "ManagedMemory::mu_ (managed ranges)";
     case LockRank::kHostRegistrations: return "HostRegistrations::mu_ (host registrations)";

@@ -35,9 +35,11 @@ enum class Feature {
   kStreamMemoryOps,    // aclrtValueWrite, aclrtValueWait
   kBatchCopy,          // aclrtMemcpyBatch, aclrtMemcpyBatchAsync
   kHostRegister,       // aclrtHostRegister[V2], aclrtHostGetDevicePointer, aclrtHostUnregister
+  kIpcMemory,          // aclrtIpcMemGetExportKey, SetImportPid, ImportByKey, Close
+  kIpcMemoryA3,        // aclrtIpcMemSetAttr, aclrtIpcMemImportPidInterServer
 };
 // Counted from the last enumerator: a new Feature goes at the end and becomes this one.
-inline constexpr int kFeatureCount = static_cast<int>(Feature::kHostRegister) + 1;
+inline constexpr int kFeatureCount = static_cast<int>(Feature::kIpcMemoryA3) + 1;
 
 struct Product {
   std::string soc;

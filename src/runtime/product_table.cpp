@@ -54,6 +54,11 @@ constexpr std::array<FeatureRow, kFeatureCount> kFeatures = {{
      "`aclrtHostRegister`, `aclrtHostRegisterV2`, `aclrtHostGetDevicePointer`, "
      "`aclrtHostUnregister`",
      false},
+    {Feature::kIpcMemory, kAll & ~kEdge,
+     "`aclrtIpcMemGetExportKey`, `aclrtIpcMemSetImportPid`, `aclrtIpcMemImportByKey`, "
+     "`aclrtIpcMemClose`",
+     false},
+    {Feature::kIpcMemoryA3, kA3, "`aclrtIpcMemSetAttr`, `aclrtIpcMemImportPidInterServer`", false},
 }};
 
 constexpr bool indexed_by_feature() {

@@ -83,7 +83,8 @@ Runtime::Runtime(uint32_t generation)
       sharing_(process_sharing()),
       managed_(*this),
       host_registrations_(*this),
-      vmm_(*this, space_, physical_, sharing_, managed_, &host_registrations_),
+      ipc_keys_(*this, space_),
+      vmm_(*this, space_, physical_, sharing_, managed_, &host_registrations_, &ipc_keys_),
       memory_ops_(*this, space_, managed_),
       kernels_(*this, fork_tag(0xb1b1, generation), fork_tag(0xf0f0, generation),
                fork_tag(0xa9a9, generation)) {}
@@ -99,6 +100,8 @@ ProductRules Runtime::rules() const {
   r.huge_1g_pages = cfg.product.supports(Feature::kHuge1GPages);
   r.quirks = cfg.quirks_vendor;
   r.host_register = cfg.product.supports(Feature::kHostRegister);
+  r.ipc_memory = cfg.product.supports(Feature::kIpcMemory);
+  r.ipc_memory_a3 = cfg.product.supports(Feature::kIpcMemoryA3);
   return r;
 }
 
@@ -262,6 +265,9 @@ void Runtime::teardown_locked(std::unique_lock<LifetimeMutex>& lock, const char*
   if (!started_.load() || tearing_down_) return;
   tearing_down_ = true;  // a teardown racing this one (exit during aclFinalize) leaves it alone
   // Exports end first so that no importer is served from memory being torn down.
+  for (const std::string& line : ipc_keys_.release_all()) {
+    ACLVMM_LOG_WARN("RUNTIME", "{}: {}", why, line);
+  }
   if (size_t n = sharing_.live_exports()) {
     ACLVMM_LOG_WARN("RUNTIME", "{}: ending {} export(s) still open", why, n);
   }
@@ -404,6 +410,8 @@ Status Runtime::reset_device(int32_t user_id, bool force) {
       peer_masks_[phys].store(0);
       // The device's last reference: its host registrations go (runtime-extra.md §5).
       (void)host_registrations_.release_device(phys);
+      // Its IPC imports close and the keys exported from it end (runtime-extra.md §3.6).
+      ipc_keys_.release_device(phys);
     }
   }
   abort_streams(doomed);

@@ -84,6 +84,8 @@ class Runtime final : public RuntimeServices {
   // Kernel binaries, their kernels and launch parameter buffers (runtime-extra.md §9).
   Kernels& kernels() { return kernels_; }
   HostRegistrations& host_registrations() { return host_registrations_; }
+  // IPC memory by key: the process's keys and imports (runtime-extra.md §3).
+  IpcKeys& ipc_keys() { return ipc_keys_; }
   // The virtual-memory operations and the copy engine's, given this runtime's pieces.
   vmm::Vmm& vmm() { return vmm_; }
   memops::MemoryOps& memory_ops() { return memory_ops_; }
@@ -195,6 +197,7 @@ class Runtime final : public RuntimeServices {
   ShareService& sharing_;
   ManagedMemory managed_;
   HostRegistrations host_registrations_;
+  IpcKeys ipc_keys_;
   vmm::Vmm vmm_;
   memops::MemoryOps memory_ops_;
   Kernels kernels_;

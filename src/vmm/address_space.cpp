@@ -57,6 +57,9 @@ std::vector<std::unique_ptr<Region>> AddressSpace::clear() {
         }
         // The range goes back to the backend's windows (a no-UC one: its placeholder too).
         if (windows_) (void)windows_->release(base, region->span);
+      } else if (region->kind == RegionKind::kIpcImport) {
+        if (mmu_) (void)mmu_->unmap(region->window_base, region->window_size);
+        if (windows_) (void)windows_->release(region->window_base, region->window_size);
       } else if (device_) {
         (void)device_->blocks().free(base);  // with its CPU view and its range
       }
@@ -269,6 +272,7 @@ StatusOr<uint64_t> AddressSpace::add_block(const BlockSpec& spec,
     region->device = host ? -1 : spec.device;
     region->page_size = host ? 0 : spec.page_size;
     region->created_by = host ? "aclrtMallocHost" : "aclrtMalloc";
+    region->block_memory = block.memory;
     Mapping m;
     m.va = base;
     m.size = round_up(spec.size, 4096);
@@ -324,7 +328,8 @@ void AddressSpace::index_mapping(const Mapping& m) {
 }
 
 void AddressSpace::index_malloc(const Region& r) {
-  if (r.kind != RegionKind::kDeviceMalloc || r.page_size == 0 ||
+  if ((r.kind != RegionKind::kDeviceMalloc && r.kind != RegionKind::kIpcImport) ||
+      r.page_size == 0 ||
       (r.page_size & (r.page_size - 1)) != 0) {
     return;
   }
@@ -342,7 +347,7 @@ void AddressSpace::index_malloc(const Region& r) {
 }
 
 void AddressSpace::unindex(const Region& r) {
-  if (r.kind == RegionKind::kDeviceMalloc) {
+  if (r.kind == RegionKind::kDeviceMalloc || r.kind == RegionKind::kIpcImport) {
     index_.clear(r.base, r.size);
   } else if (r.kind != RegionKind::kHostPinned) {
     for (const auto& [va, m] : r.mappings) index_.clear(m.va, m.size);

@@ -63,7 +63,7 @@ struct Mapping {
   const char* created_by = "";
 };
 
-enum class RegionKind { kReservation, kNoUcReservation, kDeviceMalloc, kHostPinned };
+enum class RegionKind { kReservation, kNoUcReservation, kDeviceMalloc, kHostPinned, kIpcImport };
 
 struct Region {
   RegionKind kind = RegionKind::kReservation;
@@ -75,8 +75,13 @@ struct Region {
   Side bound_side = Side::kDevice;
   int bound_device = 0;
   int device = -1;        // aclrtMalloc: the owning physical device
-  uint32_t page_size = 0; // aclrtMalloc / aclrtMallocHost: page size reported by queries
+  uint32_t page_size = 0; // aclrtMalloc / aclrtMallocHost / IPC imports: page size reported by queries
   const char* created_by = "";
+  dev::PhysicalId block_memory;  // aclrtMalloc: the block's bytes (what an IPC key exports)
+  // kIpcImport: the range taken from the window and mapped, whose first chunk `base` may lie
+  // inside (a key's range need not start on a chunk).
+  uint64_t window_base = 0;
+  uint64_t window_size = 0;
   // Guards `mappings` and `bound*` (the fields above never change after creation). Map and
   // unmap on different reservations therefore never wait for each other.
   using Mutex = RankedReadMostlyMutex<LockRank::kRegionMappings>;
@@ -96,6 +101,17 @@ inline std::shared_lock<Region::Mutex> read_mappings(const Region* r) {
 struct Accessor {
   int device = -1;          // -1: no current context
   uint64_t peer_mask = 0;
+};
+
+// What an IPC key may export at an address (runtime-extra.md §3.2): its device memory, where the
+// range lies in it, and the allocation it belongs to.
+struct IpcSource {
+  dev::PhysicalId memory;
+  uint64_t offset = 0;        // of the exported address in `memory`
+  uint32_t page_size = 0;     // what pointer queries report there
+  int device = 0;             // physical id of the device holding it
+  uint64_t allocation = 0;    // the block's base or the mapping's start
+  uint64_t allocation_size = 0;
 };
 
 // An aclrtMalloc / aclrtMallocHost block as vmm_malloc computed it.
@@ -179,6 +195,15 @@ class AddressSpace {
   // (host memory only can be registered; aclrtMallocHost's window is host memory).
   bool is_host_block(uint64_t va) const;
   bool overlaps_device_windows(uint64_t base, uint64_t size) const;
+
+  // IPC memory by key (address_space_ipc.cpp). ipc_source: [va, va+size) as §3.2 allows it,
+  // else 507899 with the reason. add_ipc_import maps what the backend imported (its object,
+  // held by `phys`) at a new address of the device window for `device`, read-write for it;
+  // rolls back on failure. remove_ipc_import undoes it (the address add_ipc_import returned).
+  StatusOr<IpcSource> ipc_source(uint64_t va, uint64_t size) const;
+  StatusOr<uint64_t> add_ipc_import(const dev::IpcImported& imported,
+                                    std::shared_ptr<PhysicalAllocation> phys, int device);
+  Status remove_ipc_import(uint64_t base);
 
   // Statistics.
   size_t region_count(RegionKind kind) const;

@@ -200,7 +200,7 @@ StatusOr<int> AddressSpace::grant_peer(uint64_t va, uint64_t size, int device) {
   if (!r || r->kind == RegionKind::kHostPinned) {
     return Error(ACL_ERROR_RT_PARAM_INVALID, hex(va) + " is not device memory");
   }
-  if (r->kind == RegionKind::kDeviceMalloc) return r->device;
+  if (r->kind == RegionKind::kDeviceMalloc || r->kind == RegionKind::kIpcImport) return r->device;
   if (va - r->base >= r->size || size > r->base + r->size - va) {  // as in map(): no wrap-around
     return Error(ACL_ERROR_RT_PARAM_INVALID, "the range runs past its reservation");
   }

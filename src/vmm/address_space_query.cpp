@@ -76,6 +76,7 @@ StatusOr<PointerInfo> AddressSpace::pointer_info(uint64_t ptr, size_t host_page)
       info.page_size = static_cast<uint32_t>(host_page);
       return info;
     case RegionKind::kDeviceMalloc:
+    case RegionKind::kIpcImport:
       info.kind = PointerInfo::kDevice;
       info.device = r->device;
       info.page_size = r->page_size;

@@ -11,6 +11,7 @@
 #include "base/status.h"
 #include "vmm/address_space.h"
 #include "vmm/host_registrations.h"
+#include "vmm/ipc_keys.h"
 #include "vmm/managed.h"
 #include "vmm/physical.h"
 #include "vmm/runtime_services.h"
@@ -33,14 +34,17 @@ class Vmm {
  public:
   // `registrations`: the runtime's host registrations (pointer queries report their memory as
   // HOST, aclrtFreeHost drops those inside the block); none in tests that need none.
+  // `ipc`: the process's IPC keys, told when memory they name is freed or unmapped.
   Vmm(RuntimeServices& runtime, AddressSpace& space, HandleTable<PhysicalAllocation>& physical,
-      ShareService& sharing, ManagedMemory& managed, HostRegistrations* registrations = nullptr)
+      ShareService& sharing, ManagedMemory& managed, HostRegistrations* registrations = nullptr,
+      IpcKeys* ipc = nullptr)
       : rt_(runtime),
         space_(space),
         physical_(physical),
         sharing_(sharing),
         managed_(managed),
-        registrations_(registrations) {}
+        registrations_(registrations),
+        ipc_(ipc) {}
   Vmm(const Vmm&) = delete;
   Vmm& operator=(const Vmm&) = delete;
 
@@ -99,6 +103,7 @@ class Vmm {
   ShareService& sharing_;
   ManagedMemory& managed_;
   HostRegistrations* const registrations_;
+  IpcKeys* const ipc_;
   std::atomic<size_t> host_page_{0};
   // The current device of a host-registration call after the context and product checks.
   StatusOr<int> host_register_device();

@@ -76,7 +76,10 @@ StatusOr<uint64_t> Vmm::device_malloc(uint64_t size, int policy) {
 Status Vmm::device_free(uint64_t ptr) {
   if (managed_.in_window(ptr)) return managed_.free(ptr);
   auto region = space_.remove_allocation(ptr, RegionKind::kDeviceMalloc);
-  return region.status();
+  ACLVMM_RETURN_IF_ERROR(region.status());
+  // IPC keys over the block stay until closed but give nothing more (runtime-extra.md §3.6).
+  if (ipc_ != nullptr) ipc_->memory_gone(ptr);
+  return Status::Ok();
 }
 
 StatusOr<uint64_t> Vmm::host_malloc(uint64_t size) {

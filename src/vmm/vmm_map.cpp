@@ -103,6 +103,7 @@ Status Vmm::map(uint64_t va, uint64_t size, uint64_t offset, uint64_t handle, bo
 
 Status Vmm::unmap(uint64_t va) {
   ACLVMM_ASSIGN_OR_RETURN(const Mapping m, space_.unmap(va));
+  if (ipc_ != nullptr) ipc_->memory_gone(m.va);
   release_ref(m.handle);
   return Status::Ok();
 }

@@ -21,6 +21,7 @@ Capabilities capabilities_of(const HostServices& host) {
   c.host_numa = host.numa_node_count() > 0;
   c.sharing = true;
   c.fabric_sharing = true;
+  c.ipc_keys = true;
   c.disable_validation = true;
   c.managed_memory = true;
   c.managed_residency = true;  // where userfaultfd works (tracking() says after an allocation)

@@ -227,6 +227,10 @@ void EmuSharing::remember_released(uint32_t share_id) {
 
 void EmuSharing::memory_released(PhysicalId memory) {
   std::lock_guard lock(mu_);
+  // Keys over the object stay until closed; imports of them fail from now on.
+  for (auto& [key, e] : keys_) {
+    if (e.range.memory == memory) e.bytes.reset();
+  }
   auto known = exported_.find(memory.value);
   if (known == exported_.end()) return;
   auto it = exports_.find(known->second);
@@ -249,6 +253,10 @@ void EmuSharing::close_all_locked() {
   for (auto& [id, e] : exports_) transport_.close(e.listen_fd);
   exports_.clear();
   exported_.clear();
+  for (auto& [key, e] : keys_) transport_.close(e.listen_fd);
+  keys_.clear();
+  closed_served_.clear();
+  closed_served_order_.clear();
   for (const PendingPeer& p : pending_) transport_.close(p.fd);
   pending_.clear();
   if (wake_fd_ >= 0) transport_.close(wake_fd_);
@@ -288,6 +296,8 @@ void EmuSharing::after_fork_child() {
   close_all_locked();
   thread_ = nullptr;
   serial_seeded_ = false;  // the child's ids carry its own pid
+  key_counter_ = 0;        // and its keys its own tgid and counter
+  tgid_ = 0;
   mu_.unlock();
 }
 

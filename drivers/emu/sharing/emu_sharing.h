@@ -49,6 +49,14 @@ namespace aclvmm::dev::emu {
 class EmuPhysical;
 class EmuPhysicalAllocator;
 
+namespace share {
+// A new, uncharged object over `bytes` that another process (or another device of this one)
+// exported, reachable from `importer`; `holder` keeps it until released (importer.cpp).
+Result adopt_object(const PhysicalProperties& exporter, std::shared_ptr<os::PhysicalMemory> bytes,
+                    DeviceIndex exporter_device, DeviceIndex importer, EmuPhysicalAllocator* holder,
+                    ImportedMemory* out);
+}  // namespace share
+
 class EmuSharing final : public Sharing {
  public:
   // user_ids: ASCEND_RT_VISIBLE_DEVICES as the core resolved it (user id i is device
@@ -68,6 +76,15 @@ class EmuSharing final : public Sharing {
   Result import_fabric(const FabricToken& fabric, DeviceIndex device,
                        ImportedMemory* out) override;
 
+  // IPC memory by key (ipc_keys.cpp): each live key is an endpoint named by its text
+  // (transport.h), served by the same listener; the whitelist and its stamps work as for tokens.
+  Result ipc_export(const IpcRange& range, bool validate_pids, IpcKey* out) override;
+  Result ipc_set_pids(const IpcKey& key, const int32_t* pids, uint32_t count) override;
+  Result ipc_set_link(const IpcKey& key, uint32_t link) override;
+  Result ipc_close_export(const IpcKey& key) override;
+  void ipc_revoke(const IpcKey& key) override;
+  Result ipc_import(const IpcKey& key, DeviceIndex device, IpcImported* out) override;
+
   // PhysicalAllocator::release of `memory` is under way: its export (if any) ends.
   void memory_released(PhysicalId memory);
   // The allocator that holds each import's handle until it is released or the backend goes
@@ -80,8 +97,9 @@ class EmuSharing final : public Sharing {
   // Group "ipc" of DeviceBackend::visit_statistics.
   static void visit_statistics(StatisticsVisitor& visitor);
 
-  // Test hook: live exports of this backend.
+  // Test hooks: live exports and keys of this backend.
   size_t live_exports() const;
+  size_t live_keys() const;
 
  private:
   struct Export {
@@ -92,6 +110,18 @@ class EmuSharing final : public Sharing {
     std::shared_ptr<os::PhysicalMemory> bytes;  // what the listener sends
     bool validate_pids = true;
     std::map<int32_t, uint64_t> whitelist;  // pid -> share_clock() stamp of its last set_pids
+    int listen_fd = -1;
+  };
+  struct KeyExport {
+    IpcKey key;
+    IpcRange range;
+    PhysicalProperties properties;
+    std::shared_ptr<os::PhysicalMemory> bytes;  // null once revoked (the memory was freed)
+    bool validate_pids = true;
+    std::map<int32_t, uint64_t> whitelist;
+    std::set<int32_t> importers;  // of a no-whitelist key, bounded by kIpcWhitelistMax
+    uint64_t served = 0;          // imports answered
+    uint32_t link = 0;
     int listen_fd = -1;
   };
   // A connection the listener accepted and has not answered yet.
@@ -123,6 +153,13 @@ class EmuSharing final : public Sharing {
   // process listening on the token's endpoint is not the one the token names).
   int exchange(uint64_t token, uint32_t kind, int device, share::wire::Reply* rep, int* mem_fd);
   bool served_by_exporter(int fd, const share::PeerInfo& server, uint32_t share_id);
+  // The same for a key's endpoint: the listener must be the process whose bare tgid it names.
+  bool served_by_key_exporter(int fd, const share::PeerInfo& server, uint32_t tgid);
+  // One key request/reply with the key's exporter; as exchange().
+  int exchange_key(const IpcKey& key, uint32_t kind, int device, share::wire::KeyReply* rep,
+                   int* mem_fd);
+  // Ends an own key: its endpoint goes to the listener to close. mu_ held.
+  void retire_key_locked(std::map<IpcKey, KeyExport>::iterator it);
   Result fetch_remote(uint64_t token, DeviceIndex device, ImportedMemory* out);
   // The own export behind `token`, imported onto another device; false when it is not ours.
   bool import_local(uint64_t token, DeviceIndex device, ImportedMemory* out, Result* result);
@@ -132,6 +169,7 @@ class EmuSharing final : public Sharing {
   // Reads the request waiting on `conn` and answers it; false when none has arrived yet.
   bool serve_request(int conn, const share::PeerInfo& peer);
   void answer(int conn, const share::PeerInfo& peer, const share::wire::Request& req);
+  void answer_key(int conn, const share::PeerInfo& peer, const share::wire::KeyRequest& req);
   bool could_admit_locked(const share::PeerInfo& peer) const;
   void hold_locked(PendingPeer p);
   void close_pending_locked(int fd);
@@ -149,6 +187,11 @@ class EmuSharing final : public Sharing {
   std::vector<int> retired_;  // endpoints of ended exports, closed by the listener
   std::set<uint32_t> released_;          // recently released share ids of this process
   std::deque<uint32_t> released_order_;  // bounds released_
+  std::map<IpcKey, KeyExport> keys_;      // this process's live keys
+  std::set<IpcKey> closed_served_;         // closed after serving imports (107017 afterwards)
+  std::deque<IpcKey> closed_served_order_;  // bounds closed_served_
+  uint64_t key_counter_ = 0;               // the last key's counter (runtime-extra.md §3.1)
+  int32_t tgid_ = 0;                       // this process's bare tgid, once asked
   uint32_t next_serial_ = 0;
   bool serial_seeded_ = false;
 

@@ -26,6 +26,14 @@ class GatedTransport {
     if (int e = injected(steps::kEmuShareConnect)) return e;
     return inner_.connect(share_id, timeout_ms, fd, server);
   }
+  int listen_key(const char* key, int* fd) {
+    if (int e = injected(steps::kEmuShareListen)) return e;
+    return inner_.listen_key(key, fd);
+  }
+  int connect_key(const char* key, int timeout_ms, int* fd, share::PeerInfo* server) {
+    if (int e = injected(steps::kEmuShareConnect)) return e;
+    return inner_.connect_key(key, timeout_ms, fd, server);
+  }
   int peer_pid_in_own_namespace(int fd) { return inner_.peer_pid_in_own_namespace(fd); }
   int accept(int listen_fd, int* conn, share::PeerInfo* peer) {
     if (int e = injected(steps::kEmuShareAccept)) return e;

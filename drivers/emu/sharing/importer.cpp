@@ -30,6 +30,10 @@ Result fail(int errno_value) { return Result::from_errno(errno_value); }
 // Importers see the page size the memory really has: APP "normal" pages are huge.
 PageType real_page_type(PageType t) { return t == PageType::kNormal ? PageType::kHuge : t; }
 
+}  // namespace
+
+namespace share {
+
 // A new, uncharged object over `bytes` (the bytes are charged where they were created).
 Result adopt_object(const PhysicalProperties& exporter, std::shared_ptr<os::PhysicalMemory> bytes,
                     DeviceIndex exporter_device, DeviceIndex importer, EmuPhysicalAllocator* holder,
@@ -47,7 +51,8 @@ Result adopt_object(const PhysicalProperties& exporter, std::shared_ptr<os::Phys
   return Result::success();
 }
 
-}  // namespace
+
+}  // namespace share
 
 bool EmuSharing::served_by_exporter(int fd, const share::PeerInfo& server, uint32_t share_id) {
   if (server.pid <= 0) return false;  // invisible from here: not a process this token can name
@@ -100,7 +105,7 @@ bool EmuSharing::import_local(uint64_t token, DeviceIndex device, ImportedMemory
     *result = fail(EACCES);  // a process cannot import its own export onto the same device
     return true;
   }
-  *result = adopt_object(e->properties, e->bytes, where.id, device, physical_, out);
+  *result = share::adopt_object(e->properties, e->bytes, where.id, device, physical_, out);
   return true;
 }
 
@@ -165,7 +170,7 @@ Result EmuSharing::fetch_remote(uint64_t token, DeviceIndex device, ImportedMemo
   props.mem_type = static_cast<MemType>(rep.mem_type);
   props.size = rep.size;
   const DeviceIndex exporter = rep.side == share::wire::kSideDevice ? rep.device : kNoDevice;
-  return adopt_object(props, std::move(bytes), exporter, device, physical_, out);
+  return share::adopt_object(props, std::move(bytes), exporter, device, physical_, out);
 }
 
 Result EmuSharing::import_memory(ShareToken token, DeviceIndex device, ImportedMemory* out) {

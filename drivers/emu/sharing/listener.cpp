@@ -67,6 +67,11 @@ bool EmuSharing::could_admit_locked(const share::PeerInfo& peer) const {
     auto w = e.whitelist.find(peer.pid);
     if (w != e.whitelist.end() && peer.start_time != 0 && peer.start_time <= w->second) return true;
   }
+  for (const auto& [key, e] : keys_) {
+    if (!e.validate_pids) return true;
+    auto w = e.whitelist.find(peer.pid);
+    if (w != e.whitelist.end() && peer.start_time != 0 && peer.start_time <= w->second) return true;
+  }
   return false;
 }
 
@@ -119,19 +124,28 @@ void EmuSharing::hold_locked(PendingPeer p) {
 }
 
 bool EmuSharing::serve_request(int conn, const share::PeerInfo& peer) {
-  Request req{};
+  // A token request or a key request, told apart by their sizes and kinds.
+  union {
+    Request token;
+    share::wire::KeyRequest key;
+  } req{};
   int stray_fd = -1;
   // Called when the connection is readable, or right after accept: do not wait.
   const int n = transport_.recv(conn, &req, sizeof req, &stray_fd, 0);
   if (stray_fd >= 0) transport_.close(stray_fd);
   if (n == -ETIMEDOUT) return false;
-  // Not an importer (wrong size, magic or kind, a hang-up): the connection is dropped unanswered.
-  if (n != static_cast<int>(sizeof req) || req.magic != share::wire::kMagic ||
-      (req.kind != share::wire::kImport && req.kind != share::wire::kProbe)) {
-    share::counters().dropped.fetch_add(1);
+  if (n == static_cast<int>(sizeof req.token) && req.token.magic == share::wire::kMagic &&
+      (req.token.kind == share::wire::kImport || req.token.kind == share::wire::kProbe)) {
+    answer(conn, peer, req.token);
     return true;
   }
-  answer(conn, peer, req);
+  if (n == static_cast<int>(sizeof req.key) && req.key.magic == share::wire::kMagic &&
+      (req.key.kind == share::wire::kKeyOpen || req.key.kind == share::wire::kKeyProbe)) {
+    answer_key(conn, peer, req.key);
+    return true;
+  }
+  // Not an importer (wrong size, magic or kind, a hang-up): the connection is dropped unanswered.
+  share::counters().dropped.fetch_add(1);
   return true;
 }
 
@@ -233,7 +247,7 @@ void EmuSharing::serve() {
           ++i;
         }
       }
-      const bool nothing = exports_.empty() && pending_.empty();
+      const bool nothing = exports_.empty() && keys_.empty() && pending_.empty();
       if (nothing && !idle) idle_until = now + kLinger;
       idle = nothing;
       if (stop_ || (idle && now >= idle_until)) {
@@ -249,6 +263,7 @@ void EmuSharing::serve() {
       fds.push_back(wake);
       if (now >= accept_paused_until) {
         for (const auto& [id, e] : exports_) fds.push_back(e.listen_fd);
+        for (const auto& [key, e] : keys_) fds.push_back(e.listen_fd);
       } else {
         timeout_ms = ms_until(accept_paused_until, now);
       }

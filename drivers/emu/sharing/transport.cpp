@@ -46,6 +46,14 @@ socklen_t share_address(uint32_t share_id, sockaddr_un* addr) {
   return static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + static_cast<size_t>(len));
 }
 
+// An IPC key's endpoint: the key is 64 hex characters, so the name fits sun_path with room.
+socklen_t key_address(const char* key, sockaddr_un* addr) {
+  std::memset(addr, 0, sizeof(*addr));
+  addr->sun_family = AF_UNIX;
+  int len = std::snprintf(addr->sun_path + 1, sizeof(addr->sun_path) - 1, "aclvmm-ipc-%.64s", key);
+  return static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + static_cast<size_t>(len));
+}
+
 timeval to_timeval(int timeout_ms) {
   timeval tv{};
   if (timeout_ms < 0) return tv;  // zero means "no limit" to SO_RCVTIMEO / SO_SNDTIMEO
@@ -141,13 +149,37 @@ bool peer_still_running(int conn) {
 }  // namespace
 
 int UnixShareTransport::listen(uint32_t share_id, int* fd) {
+  sockaddr_un addr;
+  const socklen_t len = share_address(share_id, &addr);
+  return listen_at(addr, len, fd);
+}
+
+int UnixShareTransport::listen_key(const char* key, int* fd) {
+  if (key == nullptr) return -EINVAL;
+  sockaddr_un addr;
+  const socklen_t len = key_address(key, &addr);
+  return listen_at(addr, len, fd);
+}
+
+int UnixShareTransport::connect(uint32_t share_id, int timeout_ms, int* fd, PeerInfo* server) {
+  sockaddr_un addr;
+  const socklen_t len = share_address(share_id, &addr);
+  return connect_to(addr, len, timeout_ms, fd, server);
+}
+
+int UnixShareTransport::connect_key(const char* key, int timeout_ms, int* fd, PeerInfo* server) {
+  if (key == nullptr) return -EINVAL;
+  sockaddr_un addr;
+  const socklen_t len = key_address(key, &addr);
+  return connect_to(addr, len, timeout_ms, fd, server);
+}
+
+int UnixShareTransport::listen_at(const sockaddr_un& addr, socklen_t len, int* fd) {
   if (fd == nullptr) return -EINVAL;
   *fd = -1;
   // Non-blocking so that a poll wake-up whose connection was already withdrawn cannot block accept.
   int s = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   if (s < 0) return -errno;
-  sockaddr_un addr;
-  socklen_t len = share_address(share_id, &addr);
   if (::bind(s, reinterpret_cast<const sockaddr*>(&addr), len) != 0 ||
       ::listen(s, kListenBacklog) != 0) {
     int err = errno;
@@ -158,7 +190,8 @@ int UnixShareTransport::listen(uint32_t share_id, int* fd) {
   return 0;
 }
 
-int UnixShareTransport::connect(uint32_t share_id, int timeout_ms, int* fd, PeerInfo* server) {
+int UnixShareTransport::connect_to(const sockaddr_un& addr, socklen_t len, int timeout_ms,
+                                   int* fd, PeerInfo* server) {
   if (fd == nullptr || server == nullptr) return -EINVAL;
   *fd = -1;
   int s = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
@@ -170,8 +203,6 @@ int UnixShareTransport::connect(uint32_t share_id, int timeout_ms, int* fd, Peer
     ::close(s);
     return rc;
   }
-  sockaddr_un addr;
-  socklen_t len = share_address(share_id, &addr);
   while (::connect(s, reinterpret_cast<const sockaddr*>(&addr), len) != 0) {
     int err = errno;
     // A unix connect is synchronous: after EINTR the socket is still unconnected and may retry.

@@ -13,6 +13,10 @@
 // wait"; connect() cannot express that with socket timeouts and waits at least 1 ms.
 #pragma once
 
+#include <sys/socket.h>
+#include <sys/un.h>
+
+#include <cerrno>
 #include <cstddef>
 #include <cstdint>
 
@@ -39,6 +43,17 @@ class ShareTransport {
   // -ECONNREFUSED / -ENOENT when nobody serves the id; waits at most timeout_ms. *server is the
   // process that listens there (its credentials when it called listen; no start_time).
   virtual int connect(uint32_t share_id, int timeout_ms, int* fd, PeerInfo* server) = 0;
+  // The same for the endpoint of an IPC key (64 characters; runtime-extra.md §3): the kernel's
+  // refusal of a second bind keeps keys unique among live endpoints too. A transport without
+  // key endpoints keeps the defaults.
+  virtual int listen_key(const char* key, int* fd) {
+    (void)key, (void)fd;
+    return -EOPNOTSUPP;
+  }
+  virtual int connect_key(const char* key, int timeout_ms, int* fd, PeerInfo* server) {
+    (void)key, (void)timeout_ms, (void)fd, (void)server;
+    return -EOPNOTSUPP;
+  }
   // The pid of the process on the other end of `fd` as its own pid namespace numbers it (what
   // getpid() returns there), or 0 when the kernel cannot tell (no SO_PEERPIDFD, process gone).
   virtual int peer_pid_in_own_namespace(int fd) = 0;
@@ -72,6 +87,8 @@ class UnixShareTransport final : public ShareTransport {
  public:
   int listen(uint32_t share_id, int* fd) override;
   int connect(uint32_t share_id, int timeout_ms, int* fd, PeerInfo* server) override;
+  int listen_key(const char* key, int* fd) override;
+  int connect_key(const char* key, int timeout_ms, int* fd, PeerInfo* server) override;
   // Reads the NSpid line of the peer's pidfd (/proc/self/fdinfo), Linux >= 6.5.
   int peer_pid_in_own_namespace(int fd) override;
   int accept(int listen_fd, int* conn, PeerInfo* peer) override;
@@ -90,6 +107,10 @@ class UnixShareTransport final : public ShareTransport {
   uint64_t process_start_time(int pid) override;
   uint64_t share_clock() override;
   uint32_t random_u32() override;
+
+ private:
+  int listen_at(const sockaddr_un& addr, socklen_t len, int* fd);
+  int connect_to(const sockaddr_un& addr, socklen_t len, int timeout_ms, int* fd, PeerInfo* server);
 };
 
 }  // namespace aclvmm::dev::emu::share

@@ -15,6 +15,8 @@ namespace aclvmm::dev::emu::share::wire {
 inline constexpr uint32_t kMagic = 0x4d4d5641;  // "AVMM"
 inline constexpr uint32_t kImport = 1;
 inline constexpr uint32_t kProbe = 2;  // "is this token live?" (set-pid by another process)
+inline constexpr uint32_t kKeyOpen = 3;   // import by IPC key (KeyRequest / KeyReply)
+inline constexpr uint32_t kKeyProbe = 4;  // "is this key live, and is its whitelist on?"
 
 // Reply::code: the two refusals an exporter makes.
 inline constexpr int32_t kUnknownToken = 107017;  // no live export has this token
@@ -46,6 +48,43 @@ struct Reply {
 };
 
 static_assert(sizeof(Request) == 24 && sizeof(Reply) == 32, "the wire layout of docs/sharing.md");
+
+// IPC memory by key (runtime-extra.md §3), on the key's own endpoint.
+struct KeyRequest {
+  uint32_t magic;
+  uint32_t kind;   // kKeyOpen or kKeyProbe
+  int32_t device;  // the importer's device
+  int32_t pad;
+  char key[72];    // the 64 characters, NUL-terminated, zero-filled
+};
+
+// KeyReply::base.code adds kClosedServed (a probe of a key closed after it served imports) and
+// kNoWhitelist (a probe of a live key exported with DISABLE_PID_VALIDATION); kRefused and
+// kUnknownToken as for tokens (unknown: no live key, or its memory was freed).
+inline constexpr int32_t kClosedServed = 107017;
+inline constexpr int32_t kNoWhitelist = 207006;
+
+struct KeyReply {
+  Reply base;            // the exporter's whole object, as for a token
+  uint64_t offset;       // the key's range in it
+  uint64_t range_size;
+  uint32_t page_size;
+  uint32_t pad;
+};
+
+static_assert(sizeof(KeyRequest) == 88 && sizeof(KeyReply) == 56, "the key messages");
+
+// Why a complete key reply cannot be used (after reply_defect of its base), or nullptr.
+inline const char* key_reply_defect(const KeyReply& r) {
+  if (r.base.code != 0) return nullptr;
+  const uint64_t page = r.page_size;
+  if (page < 4096 || (page & (page - 1)) != 0 || page > (1ull << 30)) return "an unknown page size";
+  if (r.range_size == 0 || r.range_size % page != 0 || r.offset % page != 0 ||
+      r.offset > r.base.size || r.range_size > r.base.size - r.offset) {
+    return "a range outside the memory sent";
+  }
+  return nullptr;
+}
 
 inline uint32_t side_of(Location where) {
   switch (where.kind) {

@@ -185,7 +185,9 @@ TEST(SupportMatrixRender, NamesExactlyTheGatedSymbols) {
       "aclrtReserveMemAddress", "aclrtMallocPhysical", "aclrtMemMapNoAccess", "aclrtStreamAbort",
       "aclrtCreateStreamWithConfig", "aclrtValueWrite", "aclrtValueWait", "aclrtMemcpyBatch",
       "aclrtMemcpyBatchAsync", "aclrtHostRegister", "aclrtHostRegisterV2",
-      "aclrtHostGetDevicePointer", "aclrtHostUnregister"};
+      "aclrtHostGetDevicePointer", "aclrtHostUnregister", "aclrtIpcMemGetExportKey",
+      "aclrtIpcMemSetImportPid", "aclrtIpcMemImportByKey", "aclrtIpcMemClose",
+      "aclrtIpcMemSetAttr", "aclrtIpcMemImportPidInterServer"};
   for (const std::string& g : gated) EXPECT_EQ(named.count(g), 1u) << g << " is gated but not in the table";
 }
 

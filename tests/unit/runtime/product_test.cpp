@@ -191,6 +191,8 @@ const FeatureRow kExpectedSupport[] = {
         FeatureRow{"StreamMemoryOps", Feature::kStreamMemoryOps, true,  true,  true,  false, false, false},
         FeatureRow{"BatchCopy", Feature::kBatchCopy,             true,  true,  true,  false, false, false},
         FeatureRow{"HostRegister", Feature::kHostRegister,       true,  true,  true,  false, false, false},
+        FeatureRow{"IpcMemory", Feature::kIpcMemory,             true,  true,  true,  false, true,  true},
+        FeatureRow{"IpcMemoryA3", Feature::kIpcMemoryA3,         false, true,  false, false, false, false},
 };
 
 INSTANTIATE_TEST_SUITE_P(Table, ProductSupports, ::testing::ValuesIn(kExpectedSupport),

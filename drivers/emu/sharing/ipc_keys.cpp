@@ -1,0 +1,413 @@
+// EmuSharing: IPC memory by key (runtime-extra.md §3, drivers/sharing.h). What the vendor's
+// kernel keeps per key is kept here by the exporting process: the range, the whitelist with its
+// stamps, whether the memory still exists. A key is an endpoint named by its text; an importer
+// connects to it, checks that the kernel reports the process the key names as the listener, and
+// asks; the exporter answers from the kernel-reported credentials of the connection, as for tokens.
+//
+// The importer is sent the descriptor of the exporter's whole physical object and maps only the
+// key's range of it (docs/sharing.md §12): a descriptor cannot be cut to a range, and what the
+// range leaves out is memory of an allocation the exporter chose to share with that process.
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <new>
+
+#include "drivers/emu/device/physical_object.h"
+#include "drivers/emu/os/memfd_memory.h"
+#include "drivers/emu/sharing/counters.h"
+#include "drivers/emu/sharing/emu_sharing.h"
+#include "drivers/host/process_facts.h"
+#include "drivers/injection_steps.h"
+
+namespace aclvmm::dev::emu {
+
+using share::wire::KeyReply;
+using share::wire::KeyRequest;
+
+namespace {
+
+constexpr int kKeyTimeoutMs = 5000;      // bound on every wait for an exporter
+constexpr size_t kClosedRemembered = 4096;  // closed keys remembered for their 107017
+
+Result fail(int errno_value) { return Result::from_errno(errno_value); }
+
+PageType real_page_type(PageType t) { return t == PageType::kNormal ? PageType::kHuge : t; }
+
+}  // namespace
+
+Result EmuSharing::ipc_export(const IpcRange& range, bool validate_pids, IpcKey* out) {
+  if (out == nullptr || !range.memory || range.size == 0) return fail(EINVAL);
+  const EmuPhysical* object = EmuPhysical::from_id(range.memory);
+  const PhysicalProperties& props = object->properties();
+  std::lock_guard lock(mu_);
+  // The kernel's EINVAL: an import, memory exported as a token, host memory, a range past it.
+  if (props.imported || exported_.count(range.memory.value) ||
+      props.location.kind != Location::Kind::kDevice || range.offset > props.size ||
+      range.size > props.size - range.offset) {
+    return fail(EINVAL);
+  }
+  if (tgid_ == 0) tgid_ = host::bare_tgid();
+  KeyExport e;
+  e.range = range;
+  e.properties = props;
+  e.bytes = object->shared_memory();
+  e.validate_pids = validate_pids;
+  const uint64_t counter = ++key_counter_;
+  e.key = format_ipc_key(IpcKeyFields{static_cast<uint32_t>(tgid_), counter,
+                                      static_cast<uint32_t>(props.location.id), 0});
+  if (int rc = transport_.listen_key(e.key.text, &e.listen_fd)) return Result::from_raw(rc);
+  if (Result r = ensure_listener_locked(); !r.ok()) {
+    transport_.close(e.listen_fd);
+    return r;
+  }
+  const int listen_fd = e.listen_fd;
+  const IpcKey key = e.key;
+  try {
+    keys_.emplace(key, std::move(e));
+  } catch (const std::bad_alloc&) {
+    transport_.close(listen_fd);
+    return fail(ENOMEM);
+  }
+  *out = key;
+  transport_.wake(wake_fd_);
+  return Result::success();
+}
+
+void EmuSharing::retire_key_locked(std::map<IpcKey, KeyExport>::iterator it) {
+  if (thread_ && thread_pid_ == getpid() && !thread_exited_) {
+    retired_.push_back(it->second.listen_fd);
+    transport_.wake(wake_fd_);
+  } else {
+    transport_.close(it->second.listen_fd);
+  }
+  keys_.erase(it);
+}
+
+bool EmuSharing::served_by_key_exporter(int fd, const share::PeerInfo& server, uint32_t tgid) {
+  if (server.pid <= 0) return false;
+  if (static_cast<uint32_t>(server.pid) == tgid) return true;
+  const int own = transport_.peer_pid_in_own_namespace(fd);
+  return own > 0 && static_cast<uint32_t>(own) == tgid;
+}
+
+int EmuSharing::exchange_key(const IpcKey& key, uint32_t kind, int device, KeyReply* rep,
+                             int* mem_fd) {
+  if (mem_fd) *mem_fd = -1;
+  IpcKeyFields fields;
+  if (!parse_ipc_key(key.text, &fields)) return -ENOENT;
+  int fd = -1;
+  share::PeerInfo server;
+  int rc = transport_.connect_key(key.text, kKeyTimeoutMs, &fd, &server);
+  if (rc != 0) return rc;
+  if (!served_by_key_exporter(fd, server, fields.tgid)) {
+    transport_.close(fd);
+    share::counters().impostors.fetch_add(1);
+    char line[200];
+    std::snprintf(line, sizeof line,
+                  "IPC key %.64s: the process listening on its endpoint (pid %d, uid %u) is not "
+                  "its exporter; treated as unknown",
+                  key.text, server.pid, server.uid);
+    listener_.log(Severity::kWarning, "DRV", line);
+    return -ESRCH;
+  }
+  KeyRequest req{};
+  req.magic = share::wire::kMagic;
+  req.kind = kind;
+  req.device = device;
+  std::memcpy(req.key, key.text, kIpcKeyBytes);
+  int got = -1;
+  rc = transport_.send(fd, &req, sizeof req, -1);
+  if (rc == 0) rc = transport_.recv(fd, rep, sizeof *rep, &got, kKeyTimeoutMs);
+  transport_.close(fd);
+  if (mem_fd) {
+    *mem_fd = got;
+  } else if (got >= 0) {
+    transport_.close(got);
+  }
+  return rc;
+}
+
+Result EmuSharing::ipc_set_pids(const IpcKey& key, const int32_t* pids, uint32_t count) {
+  if (pids == nullptr || count == 0) return fail(EINVAL);
+  {
+    std::lock_guard lock(mu_);
+    auto it = keys_.find(key);
+    if (it != keys_.end()) {
+      KeyExport& e = it->second;
+      if (!e.validate_pids) return fail(EPERM);
+      if (!e.bytes) return fail(EINVAL);  // its memory was freed: no live export
+      const int32_t self = static_cast<int32_t>(getpid());
+      std::vector<int32_t> add;
+      try {
+        for (uint32_t i = 0; i < count; ++i) {
+          // The vendor skips empty entries and the exporter's own pid.
+          if (pids[i] == 0 || pids[i] == tgid_ || pids[i] == self) continue;
+          if (!e.whitelist.count(pids[i]) &&
+              std::find(add.begin(), add.end(), pids[i]) == add.end()) {
+            add.push_back(pids[i]);
+          }
+        }
+        bool any = false;
+        for (uint32_t i = 0; i < count && !any; ++i) {
+          any = pids[i] != 0 && pids[i] != tgid_ && pids[i] != self;
+        }
+        if (!any) return fail(EINVAL);
+        if (e.whitelist.size() + add.size() > kIpcWhitelistMax) return fail(EINVAL);
+        const uint64_t stamp = transport_.share_clock();
+        // Insert the new ones first (the only step that allocates), then stamp everyone.
+        for (int32_t pid : add) e.whitelist.emplace(pid, 0);
+        for (uint32_t i = 0; i < count; ++i) {
+          auto w = e.whitelist.find(pids[i]);
+          if (w != e.whitelist.end()) w->second = stamp;
+        }
+      } catch (const std::bad_alloc&) {
+        for (int32_t pid : add) {
+          auto w = e.whitelist.find(pid);
+          if (w != e.whitelist.end() && w->second == 0) e.whitelist.erase(w);
+        }
+        return fail(ENOMEM);
+      }
+      return Result::success();
+    }
+    if (closed_served_.count(key)) return fail(EFAULT);
+    if (tgid_ == 0) tgid_ = host::bare_tgid();
+    IpcKeyFields fields;
+    if (!parse_ipc_key(key.text, &fields) || fields.tgid == static_cast<uint32_t>(tgid_)) {
+      return fail(EINVAL);  // ours, but not live
+    }
+  }
+  // Another process's key: the vendor's answers before "not the exporter" come first.
+  KeyReply rep{};
+  const int rc = exchange_key(key, share::wire::kKeyProbe, -1, &rep, nullptr);
+  if (rc != static_cast<int>(sizeof rep) || rep.base.magic != share::wire::kMagic) {
+    return fail(EINVAL);
+  }
+  if (rep.base.code == share::wire::kNoWhitelist) return fail(EPERM);
+  if (rep.base.code == share::wire::kClosedServed) return fail(EFAULT);
+  if (rep.base.code == 0) return fail(EACCES);
+  return fail(EINVAL);
+}
+
+Result EmuSharing::ipc_set_link(const IpcKey& key, uint32_t link) {
+  {
+    std::lock_guard lock(mu_);
+    auto it = keys_.find(key);
+    if (it != keys_.end()) {
+      if (!it->second.bytes) return fail(EINVAL);
+      it->second.link = link;
+      return Result::success();
+    }
+    if (tgid_ == 0) tgid_ = host::bare_tgid();
+    IpcKeyFields fields;
+    if (!parse_ipc_key(key.text, &fields) || fields.tgid == static_cast<uint32_t>(tgid_)) {
+      return fail(EINVAL);
+    }
+  }
+  KeyReply rep{};
+  const int rc = exchange_key(key, share::wire::kKeyProbe, -1, &rep, nullptr);
+  const bool live = rc == static_cast<int>(sizeof rep) && rep.base.magic == share::wire::kMagic &&
+                    (rep.base.code == 0 || rep.base.code == share::wire::kNoWhitelist);
+  return fail(live ? EPERM : EINVAL);
+}
+
+Result EmuSharing::ipc_close_export(const IpcKey& key) {
+  {
+    std::lock_guard lock(mu_);
+    auto it = keys_.find(key);
+    if (it != keys_.end()) {
+      if (it->second.served > 0) {
+        try {
+          closed_served_.insert(key);
+          closed_served_order_.push_back(key);
+          if (closed_served_order_.size() > kClosedRemembered) {
+            closed_served_.erase(closed_served_order_.front());
+            closed_served_order_.pop_front();
+          }
+        } catch (const std::bad_alloc&) {
+          // Only the 107017 of a later call is lost; the key still ends.
+        }
+      }
+      retire_key_locked(it);
+      return Result::success();
+    }
+    if (closed_served_.count(key)) return fail(EFAULT);
+    if (tgid_ == 0) tgid_ = host::bare_tgid();
+    IpcKeyFields fields;
+    if (!parse_ipc_key(key.text, &fields) || fields.tgid == static_cast<uint32_t>(tgid_)) {
+      return fail(EINVAL);
+    }
+  }
+  KeyReply rep{};
+  const int rc = exchange_key(key, share::wire::kKeyProbe, -1, &rep, nullptr);
+  const bool live = rc == static_cast<int>(sizeof rep) && rep.base.magic == share::wire::kMagic &&
+                    (rep.base.code == 0 || rep.base.code == share::wire::kNoWhitelist);
+  return fail(live ? EACCES : EINVAL);
+}
+
+void EmuSharing::ipc_revoke(const IpcKey& key) {
+  std::lock_guard lock(mu_);
+  auto it = keys_.find(key);
+  if (it != keys_.end()) it->second.bytes.reset();
+}
+
+Result EmuSharing::ipc_import(const IpcKey& key, DeviceIndex device, IpcImported* out) {
+  if (out == nullptr || device < 0 || device >= device_count_) return fail(EINVAL);
+  IpcKeyFields fields;
+  if (!parse_ipc_key(key.text, &fields)) return fail(EINVAL);
+  {
+    std::lock_guard lock(mu_);
+    if (tgid_ == 0) tgid_ = host::bare_tgid();
+    if (fields.tgid == static_cast<uint32_t>(tgid_)) {
+      // Our own key: the exporter is never on its own whitelist; a no-whitelist key gives a
+      // second address for the same bytes.
+      auto it = keys_.find(key);
+      if (it == keys_.end() || !it->second.bytes) return fail(EINVAL);
+      KeyExport& e = it->second;
+      if (e.validate_pids) {
+        share::counters().denied.fetch_add(1);
+        return fail(EACCES);
+      }
+      const Location where = e.properties.location;
+      if (Result r = share::adopt_object(e.properties, e.bytes, where.id, device, physical_,
+                                         &out->memory);
+          !r.ok()) {
+        return r;
+      }
+      out->offset = e.range.offset;
+      out->size = e.range.size;
+      out->page_size = e.range.page_size;
+      ++e.served;
+      return Result::success();
+    }
+  }
+  KeyReply rep{};
+  int mem_fd = -1;
+  int rc = exchange_key(key, share::wire::kKeyOpen, device, &rep, &mem_fd);
+  struct FdGuard {
+    share::GatedTransport& transport;
+    int* fd;
+    ~FdGuard() {
+      if (*fd >= 0) transport.close(*fd);
+    }
+  } fd_guard{transport_, &mem_fd};
+  if (rc == -ETIMEDOUT) return fail(ETIMEDOUT);
+  // Nobody (or not the exporter) serves the key, or the exporter went mid-handshake.
+  if (rc < 0 || rc == 0) return fail(EINVAL);
+  const char* defect = rc != static_cast<int>(sizeof rep) || rep.base.magic != share::wire::kMagic
+                           ? "not a reply"
+                           : share::wire::reply_defect(rep.base, device_count_);
+  if (defect == nullptr) defect = share::wire::key_reply_defect(rep);
+  if (defect == nullptr && rep.base.code == 0 &&
+      (mem_fd < 0 || rep.base.side != share::wire::kSideDevice)) {
+    defect = "no device memory attached";
+  }
+  if (defect != nullptr) {
+    share::counters().bad_replies.fetch_add(1);
+    char line[200];
+    std::snprintf(line, sizeof line,
+                  "the exporter of IPC key %.64s sent a malformed reply (%s); nothing was imported",
+                  key.text, defect);
+    listener_.log(Severity::kWarning, "DRV", line);
+    return fail(EINVAL);
+  }
+  if (rep.base.code == share::wire::kRefused) return fail(EACCES);
+  if (rep.base.code != 0) return fail(EINVAL);
+  const int fd = mem_fd;
+  mem_fd = -1;
+  if (Result r = gate_.check(steps::kEmuMemfdAdopt); !r.ok()) {
+    transport_.close(fd);
+    return r;
+  }
+  std::shared_ptr<os::PhysicalMemory> bytes;
+  rc = os::MemfdMemory::adopt(fd, rep.base.size, &bytes);
+  if (rc == -EMEDIUMTYPE || rc == -EACCES || rc == -EPERM || rc == -EINVAL) {
+    share::counters().bad_replies.fetch_add(1);
+    return fail(EINVAL);
+  }
+  if (rc != 0) return Result::from_raw(rc);
+  PhysicalProperties props;
+  props.location = Location::device(rep.base.device);
+  props.page_type = static_cast<PageType>(rep.base.page_type);
+  props.mem_type = static_cast<MemType>(rep.base.mem_type);
+  props.size = rep.base.size;
+  if (Result r = share::adopt_object(props, std::move(bytes), rep.base.device, device, physical_,
+                                     &out->memory);
+      !r.ok()) {
+    return r;
+  }
+  out->offset = rep.offset;
+  out->size = rep.range_size;
+  out->page_size = rep.page_size;
+  return Result::success();
+}
+
+void EmuSharing::answer_key(int conn, const share::PeerInfo& peer, const KeyRequest& req) {
+  KeyReply rep{};
+  rep.base.magic = share::wire::kMagic;
+  std::shared_ptr<os::PhysicalMemory> bytes;
+  char refusal[200] = "";
+  IpcKey key;
+  std::memcpy(key.text, req.key, kIpcKeyLength);
+  key.text[kIpcKeyLength] = '\0';
+  {
+    std::lock_guard lock(mu_);
+    auto it = keys_.find(key);
+    if (it == keys_.end()) {
+      rep.base.code = share::wire::kUnknownToken;
+    } else if (req.kind == share::wire::kKeyProbe) {
+      rep.base.code = it->second.validate_pids ? 0 : share::wire::kNoWhitelist;
+    } else if (!it->second.bytes) {
+      rep.base.code = share::wire::kUnknownToken;  // the memory was freed
+    } else {
+      KeyExport& e = it->second;
+      if (e.validate_pids) {
+        auto w = e.whitelist.find(peer.pid);
+        if (w == e.whitelist.end() || peer.start_time == 0 || peer.start_time > w->second) {
+          rep.base.code = share::wire::kRefused;
+          share::counters().denied.fetch_add(1);
+          std::snprintf(refusal, sizeof refusal,
+                        "refused import of IPC key %.64s by pid %d (uid %u): not whitelisted",
+                        key.text, peer.pid, peer.uid);
+        }
+      } else if (!e.importers.count(peer.pid)) {
+        // A no-whitelist key's importers fill the same list the whitelist would.
+        bool full = e.importers.size() >= kIpcWhitelistMax;
+        if (!full) {
+          try {
+            e.importers.insert(peer.pid);
+          } catch (const std::bad_alloc&) {
+            full = true;
+          }
+        }
+        if (full) {
+          rep.base.code = share::wire::kRefused;
+          share::counters().denied.fetch_add(1);
+        }
+      }
+      if (rep.base.code == 0) {
+        bytes = e.bytes;
+        rep.base.size = e.properties.size;
+        rep.base.side = share::wire::kSideDevice;
+        rep.base.device = e.properties.location.id;
+        rep.base.page_type = static_cast<uint32_t>(real_page_type(e.properties.page_type));
+        rep.base.mem_type = static_cast<uint32_t>(e.properties.mem_type);
+        rep.offset = e.range.offset;
+        rep.range_size = e.range.size;
+        rep.page_size = e.range.page_size;
+        ++e.served;
+      }
+    }
+  }
+  if (refusal[0] != '\0') listener_.log(Severity::kWarning, "DRV", refusal);
+  (void)transport_.send(conn, &rep, sizeof rep, bytes ? bytes->fd() : -1);
+}
+
+size_t EmuSharing::live_keys() const {
+  std::lock_guard lock(mu_);
+  return keys_.size();
+}
+
+}  // namespace aclvmm::dev::emu
