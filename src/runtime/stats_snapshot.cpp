@@ -43,7 +43,8 @@ std::string stats_json(const StatsSources& sources) {
       "\"devices\": [{}], "
       "\"live\": {{\"physical_handles\": {}, \"reservations\": {}, \"mappings\": {}, "
       "\"exports\": {}, \"imports\": {}, \"managed_allocations\": {}, \"device_allocations\": {}, "
-      "\"host_allocations\": {}, \"host_registrations\": {}, \"binaries\": {}}}, "
+      "\"host_allocations\": {}, \"host_registrations\": {}, \"binaries\": {}, "
+      "\"ipc_keys\": {}, \"ipc_imports\": {}}}, "
       "\"managed\": {}, "
       "\"ipc\": {{\"imports_denied\": {}, \"listener_wakeups\": {}, \"listener_timeouts\": {}, "
       "\"connections_dropped\": {}, \"impostors_refused\": {}, \"replies_refused\": {}}}}}",
@@ -54,6 +55,7 @@ std::string stats_json(const StatsSources& sources) {
       space.mapping_count(), sharing.live_exports(), sharing.live_imports(),
       sources.managed.live(), space.region_count(RegionKind::kDeviceMalloc),
       space.region_count(RegionKind::kHostPinned), sources.host_registrations, sources.binaries,
+      sources.ipc_keys, sources.ipc_imports,
       sources.managed.stats_json(),
       sharing.denied(),
       sharing.listener_wakeups(), sharing.listener_timeouts(), sharing.connections_dropped(),
@@ -64,7 +66,8 @@ std::string stats_json(Runtime& rt, bool start) {
   if (start) (void)rt.start();
   return stats_json(StatsSources{rt.config(), rt, rt.space(), rt.physical(), rt.sharing(),
                                  rt.managed(), rt.kernels().live_binaries(),
-                                 rt.host_registrations().size()});
+                                 rt.host_registrations().size(), rt.ipc_keys().live_keys(),
+                                 rt.ipc_keys().live_imports()});
 }
 
 void write_stats_file_at_exit(Runtime& rt) {

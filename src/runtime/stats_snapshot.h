@@ -30,6 +30,8 @@ struct StatsSources {
   const ManagedMemory& managed;
   size_t binaries = 0;            // kernel binaries loaded (runtime-extra.md §11)
   size_t host_registrations = 0;  // aclrtHostRegister[V2] not undone
+  size_t ipc_keys = 0;            // IPC keys exported and not closed (runtime-extra.md §11)
+  size_t ipc_imports = 0;         // IPC imports not closed, each counted once
 };
 
 std::string stats_json(const StatsSources& sources);

@@ -33,7 +33,7 @@ class StatsSnapshotFakeTest : public ::testing::Test {
            ", \"mappings\": " + std::to_string(mappings) + ", \"exports\": 0, \"imports\": 0" +
            ", \"managed_allocations\": " + std::to_string(managed) +
            ", \"device_allocations\": " + std::to_string(blocks) +
-           ", \"host_allocations\": " + std::to_string(host_blocks) + ", \"host_registrations\": 0, \"binaries\": 0}";
+           ", \"host_allocations\": " + std::to_string(host_blocks) + ", \"host_registrations\": 0, \"binaries\": 0, \"ipc_keys\": 0, \"ipc_imports\": 0}";
   }
   static std::string device(int id, uint64_t used) {
     return "{\"id\": " + std::to_string(id) + ", \"memory_total\": " +
