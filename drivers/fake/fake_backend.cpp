@@ -19,6 +19,7 @@ Capabilities capabilities_of(const FakeConfig& config) {
   c.host_numa = config.numa_nodes > 0;
   c.sharing = true;
   c.fabric_sharing = true;
+  c.ipc_keys = true;
   c.disable_validation = true;
   c.managed_memory = true;
   c.managed_residency = config.managed_residency;

@@ -43,6 +43,13 @@ FakeSharing::~FakeSharing() {
 
 void FakeSharing::ends_export(void* self, PhysicalId memory) {
   auto* sharing = static_cast<FakeSharing*>(self);
+  {
+    // Keys over the object stay until closed; imports of them fail from now on.
+    std::lock_guard<std::mutex> lock(sharing->world_->mutex());
+    for (auto& [key, k] : sharing->world_->keys) {
+      if (k.exporter == sharing->pid_ && k.range.memory == memory) k.bytes.reset();
+    }
+  }
   auto it = sharing->exported_.find(memory.value);
   if (it == sharing->exported_.end()) return;
   std::lock_guard<std::mutex> lock(sharing->world_->mutex());
@@ -178,6 +185,142 @@ Result FakeSharing::import_fabric(const FabricToken& fabric, DeviceIndex device,
   ShareToken token;
   if (Result r = token_of_fabric(fabric, &token); !r.ok()) return r;
   return import_memory(token, device, out);
+}
+
+Result FakeSharing::ipc_export(const IpcRange& range, bool validate_pids, IpcKey* out) {
+  std::lock_guard<std::mutex> lock(machine_.mutex());
+  if (out == nullptr) return machine_.violation("ipc_export: no result pointer");
+  const PhysicalProperties* live = physical_.live_locked(range.memory, "ipc_export: not a live physical id");
+  if (live == nullptr) return fail(EINVAL);
+  const PhysicalProperties properties = *live;
+  if (properties.imported || exported_.count(range.memory.value) ||
+      properties.location.kind != Location::Kind::kDevice || range.size == 0 ||
+      range.offset > properties.size || range.size > properties.size - range.offset) {
+    return fail(EINVAL);
+  }
+  std::shared_ptr<ByteStore> bytes = physical_.shared_bytes_locked(range.memory);
+  std::lock_guard<std::mutex> world(world_->mutex());
+  try {
+    const uint64_t counter = ++world_->key_counters[pid_];
+    FakeWorld::Key k;
+    k.exporter = pid_;
+    k.range = range;
+    k.properties = properties;
+    k.bytes = std::move(bytes);
+    k.validate_pids = validate_pids;
+    const IpcKey key = format_ipc_key(IpcKeyFields{static_cast<uint32_t>(pid_), counter,
+                                                   static_cast<uint32_t>(properties.location.id), 0});
+    world_->keys.emplace(key, std::move(k));
+    *out = key;
+  } catch (const std::bad_alloc&) {
+    return fail(ENOMEM);
+  }
+  return Result::success();
+}
+
+Result FakeSharing::ipc_set_pids(const IpcKey& key, const int32_t* pids, uint32_t count) {
+  std::lock_guard<std::mutex> lock(machine_.mutex());
+  if (pids == nullptr || count == 0) return machine_.violation("ipc_set_pids: no pid list");
+  std::lock_guard<std::mutex> world(world_->mutex());
+  auto it = world_->keys.find(key);
+  if (it == world_->keys.end()) {
+    auto closed = world_->closed_served.find(key);
+    return fail(closed != world_->closed_served.end() ? EFAULT : EINVAL);
+  }
+  FakeWorld::Key& k = it->second;
+  if (!k.validate_pids) return fail(EPERM);
+  if (k.exporter != pid_) return fail(EACCES);
+  if (!k.bytes) return fail(EINVAL);
+  std::vector<int32_t> listed;
+  size_t fresh = 0;
+  for (uint32_t i = 0; i < count; ++i) {
+    if (pids[i] == 0 || pids[i] == pid_) continue;  // skipped, as the vendor does
+    listed.push_back(pids[i]);
+    fresh += k.whitelist.count(pids[i]) == 0;
+  }
+  if (listed.empty() || k.whitelist.size() + fresh > kIpcWhitelistMax) return fail(EINVAL);
+  const uint64_t stamp = world_->tick();
+  for (int32_t pid : listed) k.whitelist[pid] = stamp;
+  return Result::success();
+}
+
+Result FakeSharing::ipc_set_link(const IpcKey& key, uint32_t link) {
+  std::lock_guard<std::mutex> lock(machine_.mutex());
+  std::lock_guard<std::mutex> world(world_->mutex());
+  auto it = world_->keys.find(key);
+  if (it == world_->keys.end() || !it->second.bytes) return fail(EINVAL);
+  if (it->second.exporter != pid_) return fail(EPERM);
+  it->second.link = link;
+  return Result::success();
+}
+
+Result FakeSharing::ipc_close_export(const IpcKey& key) {
+  std::lock_guard<std::mutex> lock(machine_.mutex());
+  std::lock_guard<std::mutex> world(world_->mutex());
+  auto it = world_->keys.find(key);
+  if (it == world_->keys.end()) {
+    auto closed = world_->closed_served.find(key);
+    return fail(closed != world_->closed_served.end() && closed->second == pid_ ? EFAULT : EINVAL);
+  }
+  if (it->second.exporter != pid_) return fail(EACCES);
+  try {
+    if (it->second.served > 0) world_->closed_served.emplace(key, pid_);
+  } catch (const std::bad_alloc&) {
+    // Only a later call's 107017 is lost.
+  }
+  world_->keys.erase(it);
+  return Result::success();
+}
+
+void FakeSharing::ipc_revoke(const IpcKey& key) {
+  std::lock_guard<std::mutex> lock(machine_.mutex());
+  std::lock_guard<std::mutex> world(world_->mutex());
+  auto it = world_->keys.find(key);
+  if (it != world_->keys.end() && it->second.exporter == pid_) it->second.bytes.reset();
+}
+
+Result FakeSharing::ipc_import(const IpcKey& key, DeviceIndex device, IpcImported* out) {
+  std::lock_guard<std::mutex> lock(machine_.mutex());
+  if (out == nullptr) return machine_.violation("ipc_import: no result pointer");
+  if (!machine_.valid_device(device)) return machine_.violation("ipc_import: no such device");
+  PhysicalProperties properties;
+  std::shared_ptr<ByteStore> bytes;
+  IpcRange range;
+  {
+    std::lock_guard<std::mutex> world(world_->mutex());
+    auto it = world_->keys.find(key);
+    if (it == world_->keys.end() || !it->second.bytes) return fail(EINVAL);
+    FakeWorld::Key& k = it->second;
+    if (k.validate_pids) {
+      auto w = k.whitelist.find(pid_);
+      // The exporter is never listed; a pid listed before this process started was another's.
+      if (k.exporter == pid_ || w == k.whitelist.end() || world_->start_time(pid_) > w->second) {
+        ++denied_;
+        return fail(EACCES);
+      }
+    } else if (k.importers.count(pid_) == 0) {
+      if (k.importers.size() >= kIpcWhitelistMax) {
+        ++denied_;
+        return fail(EACCES);
+      }
+      k.importers[pid_] = true;
+    }
+    ++k.served;
+    properties = k.properties;
+    bytes = k.bytes;
+    range = k.range;
+  }
+  if (properties.page_type == PageType::kNormal) properties.page_type = PageType::kHuge;
+  properties.imported = true;
+  PhysicalId id;
+  if (Result r = physical_.adopt_locked(properties, std::move(bytes), &id); !r.ok()) return r;
+  out->memory.memory = id;
+  out->memory.properties = properties;
+  out->memory.exporter_device = properties.location.id;
+  out->offset = range.offset;
+  out->size = range.size;
+  out->page_size = range.page_size;
+  return Result::success();
 }
 
 uint64_t FakeSharing::imports_denied() const {

@@ -1,6 +1,7 @@
 // FakeSharing: the fake's Sharing unit (drivers/sharing.h) over a FakeWorld: the same contract
 // as emu's, enforced the same way (the whitelist with its stamps against logical start times,
-// disable_validation, the same-process rules, an exporter's exit), with no sockets.
+// disable_validation, the same-process rules, an exporter's exit), with no sockets; IPC keys
+// likewise (their text carries the configured pid as the bare tgid).
 //
 // Results as drivers/sharing.h gives them; a dead or forged PhysicalId, a device out of range or
 // a null pointer is a counted violation (kInvalidArgument), as everywhere in the fake.
@@ -37,6 +38,13 @@ class FakeSharing final : public Sharing {
   Result import_memory(ShareToken token, DeviceIndex device, ImportedMemory* out) override;
   Result import_fabric(const FabricToken& fabric, DeviceIndex device,
                        ImportedMemory* out) override;
+
+  Result ipc_export(const IpcRange& range, bool validate_pids, IpcKey* out) override;
+  Result ipc_set_pids(const IpcKey& key, const int32_t* pids, uint32_t count) override;
+  Result ipc_set_link(const IpcKey& key, uint32_t link) override;
+  Result ipc_close_export(const IpcKey& key) override;
+  void ipc_revoke(const IpcKey& key) override;
+  Result ipc_import(const IpcKey& key, DeviceIndex device, IpcImported* out) override;
 
   uint64_t imports_denied() const;
 

@@ -19,6 +19,7 @@
 #include "drivers/device_types.h"
 #include "drivers/fake/byte_store.h"
 #include "drivers/physical_allocator.h"
+#include "drivers/sharing.h"
 
 namespace aclvmm::dev::fake {
 
@@ -32,6 +33,19 @@ class FakeWorld {
     std::map<int32_t, uint64_t> whitelist;  // pid -> clock of its last set_pids
   };
 
+  // An IPC key (drivers/sharing.h, "IPC memory by key"): the same rules as an export, over a range.
+  struct Key {
+    int32_t exporter = 0;
+    IpcRange range;
+    PhysicalProperties properties;
+    std::shared_ptr<ByteStore> bytes;  // null once the exporter freed the memory
+    bool validate_pids = true;
+    std::map<int32_t, uint64_t> whitelist;
+    std::map<int32_t, bool> importers;  // of a no-whitelist key
+    uint64_t served = 0;
+    uint32_t link = 0;
+  };
+
   std::mutex& mutex() { return mu_; }
 
   // Under mutex().
@@ -43,15 +57,21 @@ class FakeWorld {
     auto it = processes_.find(pid);
     return it == processes_.end() ? 0 : it->second;
   }
-  // The process ends: its exports go with it.
+  // The process ends: its exports and keys go with it.
   void exited(int32_t pid) {
     processes_.erase(pid);
     for (auto it = exports.begin(); it != exports.end();) {
       it = it->second.exporter == pid ? exports.erase(it) : std::next(it);
     }
+    for (auto it = keys.begin(); it != keys.end();) {
+      it = it->second.exporter == pid ? keys.erase(it) : std::next(it);
+    }
   }
 
   std::map<uint64_t, Export> exports;  // by token
+  std::map<IpcKey, Key> keys;
+  std::map<IpcKey, int32_t> closed_served;  // key -> its exporter: closed after serving imports
+  std::map<int32_t, uint64_t> key_counters;  // pid -> its last key's counter
 
  private:
   std::mutex mu_;

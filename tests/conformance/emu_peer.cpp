@@ -16,7 +16,9 @@
 namespace aclvmm::conformance {
 namespace {
 
-enum class Op : uint32_t { kImport, kRead, kFill, kSetPids, kExportNew, kExit };
+enum class Op : uint32_t {
+  kImport, kRead, kFill, kSetPids, kExportNew, kImportKey, kSetKeyPids, kCloseKey, kExit
+};
 
 struct Call {
   Op op;
@@ -26,6 +28,7 @@ struct Call {
   uint64_t size;
   int32_t pid;
   uint8_t value;
+  dev::IpcKey key;
 };
 
 struct Answer {
@@ -112,6 +115,21 @@ bool write_all(int fd, const void* p, size_t n) {
         answer.token = token.value;
         break;
       }
+      case Op::kImportKey: {
+        dev::IpcImported got;
+        r = be->sharing().ipc_import(call.key, call.device, &got);
+        if (r.ok()) {
+          imported = got.memory.memory;
+          answer.token = got.offset;
+        }
+        break;
+      }
+      case Op::kSetKeyPids:
+        r = be->sharing().ipc_set_pids(call.key, &call.pid, 1);
+        break;
+      case Op::kCloseKey:
+        r = be->sharing().ipc_close_export(call.key);
+        break;
       case Op::kExit:
         ::_exit(0);  // nothing released: the process just ends
     }
@@ -150,9 +168,22 @@ class EmuPeer final : public PeerProcess {
     out->value = a.token;
     return r;
   }
+  dev::Result import_key(const dev::IpcKey& key, dev::DeviceIndex device,
+                         uint64_t* offset) override {
+    Answer a{};
+    const dev::Result r = call({Op::kImportKey, device, 0, 0, 0, 0, 0, key}, &a);
+    *offset = a.token;
+    return r;
+  }
+  dev::Result set_key_pids(const dev::IpcKey& key, int32_t pid) override {
+    return call({Op::kSetKeyPids, 0, 0, 0, 0, pid, 0, key}, nullptr);
+  }
+  dev::Result close_key(const dev::IpcKey& key) override {
+    return call({Op::kCloseKey, 0, 0, 0, 0, 0, 0, key}, nullptr);
+  }
   void exit() override {
     if (child_ <= 0) return;
-    const Call bye{Op::kExit, 0, 0, 0, 0, 0, 0};
+    const Call bye{Op::kExit, 0, 0, 0, 0, 0, 0, {}};
     (void)write_all(to_, &bye, sizeof bye);
     ::close(to_);
     ::close(from_);

@@ -58,6 +58,25 @@ class FakePeer final : public PeerProcess {
     if (r.ok()) r = be_->sharing().set_pids(*out, &pid, 1);
     return r;
   }
+  dev::Result import_key(const dev::IpcKey& key, dev::DeviceIndex device,
+                         uint64_t* offset) override {
+    if (!be_) return dev::Result::from_errno(ESRCH);
+    dev::IpcImported got;
+    const dev::Result r = be_->sharing().ipc_import(key, device, &got);
+    if (r.ok()) {
+      imported_ = got.memory.memory;
+      *offset = got.offset;
+    }
+    return r;
+  }
+  dev::Result set_key_pids(const dev::IpcKey& key, int32_t pid) override {
+    if (!be_) return dev::Result::from_errno(ESRCH);
+    return be_->sharing().ipc_set_pids(key, &pid, 1);
+  }
+  dev::Result close_key(const dev::IpcKey& key) override {
+    if (!be_) return dev::Result::from_errno(ESRCH);
+    return be_->sharing().ipc_close_export(key);
+  }
   void exit() override { be_.reset(); }
 
  private:

@@ -49,6 +49,12 @@ class PeerProcess {
   // New device memory of `size` bytes filled with `value`, exported and `pid` whitelisted.
   virtual dev::Result export_new(dev::DeviceIndex device, uint64_t size, uint8_t value,
                                  int32_t pid, dev::ShareToken* out) = 0;
+  // IPC keys (C51-C55): imports `key` onto `device` in place of the earlier import; *offset is
+  // where the key's range lies in the imported memory (read and fill address that memory).
+  virtual dev::Result import_key(const dev::IpcKey& key, dev::DeviceIndex device,
+                                 uint64_t* offset) = 0;
+  virtual dev::Result set_key_pids(const dev::IpcKey& key, int32_t pid) = 0;
+  virtual dev::Result close_key(const dev::IpcKey& key) = 0;
   // The process ends (without releasing anything); returns when it is gone.
   virtual void exit() = 0;
 };

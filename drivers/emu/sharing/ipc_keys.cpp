@@ -5,7 +5,7 @@
 // asks; the exporter answers from the kernel-reported credentials of the connection, as for tokens.
 //
 // The importer is sent the descriptor of the exporter's whole physical object and maps only the
-// key's range of it (docs/sharing.md §12): a descriptor cannot be cut to a range, and what the
+// key's range of it (docs/sharing.md §14): a descriptor cannot be cut to a range, and what the
 // range leaves out is memory of an allocation the exporter chose to share with that process.
 #include <unistd.h>
 
