@@ -84,13 +84,13 @@ TEST_P(IpcKeyConformance, C51_KeyHasTheVendorLayout) {
   dev::IpcKeyFields f;
   ASSERT_TRUE(dev::parse_ipc_key(first.text, &f)) << first.text;
   EXPECT_EQ(f.tgid, static_cast<uint32_t>(harness().own_pid()));
-  EXPECT_EQ(f.counter, 1u) << "the first key of the process";
+  EXPECT_GE(f.counter, 1u) << "counters start at 1 (once per process: other cases may come first)";
   EXPECT_EQ(f.device, 1u);
   EXPECT_EQ(f.vf, 0u);
   const IpcKey second = key_of(id);
   dev::IpcKeyFields g;
   ASSERT_TRUE(dev::parse_ipc_key(second.text, &g));
-  EXPECT_EQ(g.counter, 2u) << "the same range again is a new key";
+  EXPECT_EQ(g.counter, f.counter + 1) << "the same range again is a new key";
   EXPECT_FALSE(first == second);
 
   IpcKey none;

@@ -296,7 +296,7 @@ void EmuSharing::after_fork_child() {
   close_all_locked();
   thread_ = nullptr;
   serial_seeded_ = false;  // the child's ids carry its own pid
-  key_counter_ = 0;        // and its keys its own tgid and counter
+  reset_key_counter();     // and its keys its own tgid and counter
   tgid_ = 0;
   mu_.unlock();
 }

@@ -94,6 +94,10 @@ class EmuSharing final : public Sharing {
   void prepare_fork();
   void after_fork_parent();
   void after_fork_child();
+  // The counter of the process's next IPC key (runtime-extra.md §3.1): one per process, never
+  // reused while it lives, whichever backend a restart opens; a forked child starts at 1.
+  static uint64_t next_key_counter();
+  static void reset_key_counter();
   // Group "ipc" of DeviceBackend::visit_statistics.
   static void visit_statistics(StatisticsVisitor& visitor);
 
@@ -190,7 +194,6 @@ class EmuSharing final : public Sharing {
   std::map<IpcKey, KeyExport> keys_;      // this process's live keys
   std::set<IpcKey> closed_served_;         // closed after serving imports (107017 afterwards)
   std::deque<IpcKey> closed_served_order_;  // bounds closed_served_
-  uint64_t key_counter_ = 0;               // the last key's counter (runtime-extra.md §3.1)
   int32_t tgid_ = 0;                       // this process's bare tgid, once asked
   uint32_t next_serial_ = 0;
   bool serial_seeded_ = false;

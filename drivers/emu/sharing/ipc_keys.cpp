@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -36,7 +37,21 @@ Result fail(int errno_value) { return Result::from_errno(errno_value); }
 
 PageType real_page_type(PageType t) { return t == PageType::kNormal ? PageType::kHuge : t; }
 
+// The last key's counter and the process it counts for: a forked child (whose copy says another
+// pid) starts again at 1. Atomics: backends of one process (tests open several) share them.
+std::atomic<uint64_t> g_key_counter{0};
+std::atomic<pid_t> g_key_counter_pid{0};
+
 }  // namespace
+
+uint64_t EmuSharing::next_key_counter() {
+  const pid_t me = getpid();
+  pid_t owner = g_key_counter_pid.load();
+  // The first export of a (forked) process claims the counter; the losers of a race count on.
+  if (owner != me && g_key_counter_pid.compare_exchange_strong(owner, me)) g_key_counter.store(0);
+  return g_key_counter.fetch_add(1) + 1;
+}
+void EmuSharing::reset_key_counter() { g_key_counter_pid.store(0); }
 
 Result EmuSharing::ipc_export(const IpcRange& range, bool validate_pids, IpcKey* out) {
   if (out == nullptr || !range.memory || range.size == 0) return fail(EINVAL);
@@ -55,7 +70,7 @@ Result EmuSharing::ipc_export(const IpcRange& range, bool validate_pids, IpcKey*
   e.properties = props;
   e.bytes = object->shared_memory();
   e.validate_pids = validate_pids;
-  const uint64_t counter = ++key_counter_;
+  const uint64_t counter = next_key_counter();
   e.key = format_ipc_key(IpcKeyFields{static_cast<uint32_t>(tgid_), counter,
                                       static_cast<uint32_t>(props.location.id), 0});
   if (int rc = transport_.listen_key(e.key.text, &e.listen_fd)) return Result::from_raw(rc);
