@@ -83,8 +83,8 @@
 #include <cstdint>
 
 #include "drivers/device_result.h"
-#include "drivers/ipc_key.h"
 #include "drivers/device_types.h"
+#include "drivers/ipc_key.h"
 #include "drivers/physical_allocator.h"
 
 namespace aclvmm::dev {
@@ -108,9 +108,9 @@ struct ImportedMemory {
 // Where an IPC key's range lies in the memory the backend exports or imports.
 struct IpcRange {
   PhysicalId memory;
-  uint64_t offset = 0;      // of the key's first byte in `memory`
-  uint64_t size = 0;        // the exported size, rounded up to page_size
-  uint32_t page_size = 0;   // the exporter's page size (pointer queries report it)
+  uint64_t offset = 0;     // of the key's first byte in `memory`
+  uint64_t size = 0;       // the exported size, rounded up to page_size
+  uint32_t page_size = 0;  // the exporter's page size (pointer queries report it)
 };
 
 struct IpcImported {

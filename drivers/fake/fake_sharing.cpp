@@ -190,7 +190,8 @@ Result FakeSharing::import_fabric(const FabricToken& fabric, DeviceIndex device,
 Result FakeSharing::ipc_export(const IpcRange& range, bool validate_pids, IpcKey* out) {
   std::lock_guard<std::mutex> lock(machine_.mutex());
   if (out == nullptr) return machine_.violation("ipc_export: no result pointer");
-  const PhysicalProperties* live = physical_.live_locked(range.memory, "ipc_export: not a live physical id");
+  const PhysicalProperties* live =
+      physical_.live_locked(range.memory, "ipc_export: not a live physical id");
   if (live == nullptr) return fail(EINVAL);
   const PhysicalProperties properties = *live;
   if (properties.imported || exported_.count(range.memory.value) ||
@@ -208,8 +209,8 @@ Result FakeSharing::ipc_export(const IpcRange& range, bool validate_pids, IpcKey
     k.properties = properties;
     k.bytes = std::move(bytes);
     k.validate_pids = validate_pids;
-    const IpcKey key = format_ipc_key(IpcKeyFields{static_cast<uint32_t>(pid_), counter,
-                                                   static_cast<uint32_t>(properties.location.id), 0});
+    const IpcKey key = format_ipc_key(IpcKeyFields{
+        static_cast<uint32_t>(pid_), counter, static_cast<uint32_t>(properties.location.id), 0});
     world_->keys.emplace(key, std::move(k));
     *out = key;
   } catch (const std::bad_alloc&) {

@@ -70,7 +70,7 @@ class FakeWorld {
 
   std::map<uint64_t, Export> exports;  // by token
   std::map<IpcKey, Key> keys;
-  std::map<IpcKey, int32_t> closed_served;  // key -> its exporter: closed after serving imports
+  std::map<IpcKey, int32_t> closed_served;   // key -> its exporter: closed after serving imports
   std::map<int32_t, uint64_t> key_counters;  // pid -> its last key's counter
 
  private:

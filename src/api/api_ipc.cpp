@@ -56,8 +56,8 @@ aclError aclrtIpcMemImportByKey(void** devPtr, const char* key, uint64_t flags) 
   if (flags > ACL_RT_IPC_MEM_IMPORT_FLAG_ENABLE_PEER_ACCESS) {
     return param(api, "flags " + std::to_string(flags) + " is not an ACL_RT_IPC_MEM_IMPORT_FLAG_*");
   }
-  auto address = Runtime::get().ipc_keys().import(
-      key, flags == ACL_RT_IPC_MEM_IMPORT_FLAG_ENABLE_PEER_ACCESS);
+  auto address =
+      Runtime::get().ipc_keys().import(key, flags == ACL_RT_IPC_MEM_IMPORT_FLAG_ENABLE_PEER_ACCESS);
   if (!address.ok()) return api::finish(api, address.status());
   *devPtr = reinterpret_cast<void*>(*address);
   return ACL_SUCCESS;
@@ -76,10 +76,12 @@ aclError aclrtIpcMemSetAttr(const char* key, aclrtIpcMemAttrType type, uint64_t 
   // No ACL-layer check: the runtime's come first, all 107000.
   if (key == nullptr) return param(api, "key must not be NULL");
   if (api::raw(type) != ACL_RT_IPC_MEM_ATTR_ACCESS_LINK) {
-    return param(api, "type " + std::to_string(api::raw(type)) + " is not ACL_RT_IPC_MEM_ATTR_ACCESS_LINK");
+    return param(
+        api, "type " + std::to_string(api::raw(type)) + " is not ACL_RT_IPC_MEM_ATTR_ACCESS_LINK");
   }
   if (attr > ACL_RT_IPC_MEM_ATTR_ACCESS_LINK_UB_MULTI_PORT_PATH) {
-    return param(api, "attr " + std::to_string(attr) + " is not an ACL_RT_IPC_MEM_ATTR_ACCESS_LINK_*");
+    return param(api,
+                 "attr " + std::to_string(attr) + " is not an ACL_RT_IPC_MEM_ATTR_ACCESS_LINK_*");
   }
   return api::finish(api, Runtime::get().ipc_keys().set_link(key, attr));
   ACLVMM_API_EXIT();

@@ -33,11 +33,13 @@ StatusOr<IpcSource> AddressSpace::ipc_source(uint64_t va, uint64_t size) const {
   IpcSource src;
   switch (r->kind) {
     case RegionKind::kHostPinned:
-      return refused(hex(va) + " is host memory (aclrtMallocHost), which cannot be exported by key");
+      return refused(hex(va) +
+                     " is host memory (aclrtMallocHost), which cannot be exported by key");
     case RegionKind::kIpcImport:
       return refused(hex(va) + " is itself imported by IPC key");
     case RegionKind::kDeviceMalloc:
-      if (!r->block_memory) return refused("the block at " + hex(r->base) + " has no memory to export");
+      if (!r->block_memory)
+        return refused("the block at " + hex(r->base) + " has no memory to export");
       src.memory = r->block_memory;
       src.offset = va - r->base;
       src.page_size = r->page_size;
@@ -73,8 +75,8 @@ StatusOr<IpcSource> AddressSpace::ipc_source(uint64_t va, uint64_t size) const {
   const uint64_t inside = va - src.allocation;
   if (size > src.allocation_size - inside) {
     return refused("the range of " + std::to_string(size) + " bytes at " + hex(va) +
-                   " leaves its allocation (" + std::to_string(src.allocation_size) +
-                   " bytes at " + hex(src.allocation) + ")");
+                   " leaves its allocation (" + std::to_string(src.allocation_size) + " bytes at " +
+                   hex(src.allocation) + ")");
   }
   return src;
 }
@@ -100,12 +102,13 @@ StatusOr<uint64_t> AddressSpace::add_ipc_import(const dev::IpcImported& imported
   request.alignment = granule;
   uint64_t window_base = 0;
   if (dev::Result r = windows_->reserve(request, &window_base); !r.ok()) {
-    return device_error(*device_, r, "no room for " + std::to_string(mapped) +
-                                         " bytes of imported memory in the device window");
+    return device_error(
+        *device_, r,
+        "no room for " + std::to_string(mapped) + " bytes of imported memory in the device window");
   }
   const dev::PhysicalId memory = imported.memory.memory;
-  if (dev::Result r = mmu_->map(window_base, mapped, memory, first,
-                                dev::InitialAccess::kOwnerReadWrite);
+  if (dev::Result r =
+          mmu_->map(window_base, mapped, memory, first, dev::InitialAccess::kOwnerReadWrite);
       !r.ok()) {
     (void)windows_->release(window_base, mapped);
     return device_error(*device_, r, "the imported memory could not be mapped");

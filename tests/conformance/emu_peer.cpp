@@ -17,7 +17,15 @@ namespace aclvmm::conformance {
 namespace {
 
 enum class Op : uint32_t {
-  kImport, kRead, kFill, kSetPids, kExportNew, kImportKey, kSetKeyPids, kCloseKey, kExit
+  kImport,
+  kRead,
+  kFill,
+  kSetPids,
+  kExportNew,
+  kImportKey,
+  kSetKeyPids,
+  kCloseKey,
+  kExit
 };
 
 struct Call {

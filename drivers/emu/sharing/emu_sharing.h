@@ -191,10 +191,10 @@ class EmuSharing final : public Sharing {
   std::vector<int> retired_;  // endpoints of ended exports, closed by the listener
   std::set<uint32_t> released_;          // recently released share ids of this process
   std::deque<uint32_t> released_order_;  // bounds released_
-  std::map<IpcKey, KeyExport> keys_;      // this process's live keys
-  std::set<IpcKey> closed_served_;         // closed after serving imports (107017 afterwards)
+  std::map<IpcKey, KeyExport> keys_;     // this process's live keys
+  std::set<IpcKey> closed_served_;       // closed after serving imports (107017 afterwards)
   std::deque<IpcKey> closed_served_order_;  // bounds closed_served_
-  int32_t tgid_ = 0;                       // this process's bare tgid, once asked
+  int32_t tgid_ = 0;                        // this process's bare tgid, once asked
   uint32_t next_serial_ = 0;
   bool serial_seeded_ = false;
 

@@ -30,7 +30,7 @@ using share::wire::KeyRequest;
 
 namespace {
 
-constexpr int kKeyTimeoutMs = 5000;      // bound on every wait for an exporter
+constexpr int kKeyTimeoutMs = 5000;         // bound on every wait for an exporter
 constexpr size_t kClosedRemembered = 4096;  // closed keys remembered for their 107017
 
 Result fail(int errno_value) { return Result::from_errno(errno_value); }
@@ -201,7 +201,6 @@ Result EmuSharing::ipc_set_pids(const IpcKey& key, const int32_t* pids, uint32_t
     return fail(EINVAL);
   }
   if (rep.base.code == share::wire::kNoWhitelist) return fail(EPERM);
-  if (rep.base.code == share::wire::kClosedServed) return fail(EFAULT);
   if (rep.base.code == 0) return fail(EACCES);
   return fail(EINVAL);
 }
@@ -286,8 +285,8 @@ Result EmuSharing::ipc_import(const IpcKey& key, DeviceIndex device, IpcImported
         return fail(EACCES);
       }
       const Location where = e.properties.location;
-      if (Result r = share::adopt_object(e.properties, e.bytes, where.id, device, physical_,
-                                         &out->memory);
+      if (Result r =
+              share::adopt_object(e.properties, e.bytes, where.id, device, physical_, &out->memory);
           !r.ok()) {
         return r;
       }

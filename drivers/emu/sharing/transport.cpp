@@ -190,8 +190,8 @@ int UnixShareTransport::listen_at(const sockaddr_un& addr, socklen_t len, int* f
   return 0;
 }
 
-int UnixShareTransport::connect_to(const sockaddr_un& addr, socklen_t len, int timeout_ms,
-                                   int* fd, PeerInfo* server) {
+int UnixShareTransport::connect_to(const sockaddr_un& addr, socklen_t len, int timeout_ms, int* fd,
+                                   PeerInfo* server) {
   if (fd == nullptr || server == nullptr) return -EINVAL;
   *fd = -1;
   int s = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);

@@ -55,18 +55,17 @@ struct KeyRequest {
   uint32_t kind;   // kKeyOpen or kKeyProbe
   int32_t device;  // the importer's device
   int32_t pad;
-  char key[72];    // the 64 characters, NUL-terminated, zero-filled
+  char key[72];  // the 64 characters, NUL-terminated, zero-filled
 };
 
-// KeyReply::base.code adds kClosedServed (a probe of a key closed after it served imports) and
-// kNoWhitelist (a probe of a live key exported with DISABLE_PID_VALIDATION); kRefused and
-// kUnknownToken as for tokens (unknown: no live key, or its memory was freed).
-inline constexpr int32_t kClosedServed = 107017;
+// KeyReply::base.code adds kNoWhitelist (a probe of a live key exported with
+// DISABLE_PID_VALIDATION); kRefused and kUnknownToken as for tokens (unknown: no live key, or its
+// memory was freed).
 inline constexpr int32_t kNoWhitelist = 207006;
 
 struct KeyReply {
-  Reply base;            // the exporter's whole object, as for a token
-  uint64_t offset;       // the key's range in it
+  Reply base;       // the exporter's whole object, as for a token
+  uint64_t offset;  // the key's range in it
   uint64_t range_size;
   uint32_t page_size;
   uint32_t pad;
