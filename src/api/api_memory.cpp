@@ -1,4 +1,7 @@
 // aclrtMalloc / aclrtMallocHost and their frees.
+#include <cstdint>
+#include <string>
+
 #include "api/api_common.h"
 #include "runtime/runtime.h"
 #include "vmm/vmm.h"
@@ -9,10 +12,15 @@ namespace {
 
 // `policy` arrives as an int: a C caller may pass any value, and loading an out-of-range value as the
 // enum type (even to pass it on) is undefined behaviour (found by tests/fuzz).
-aclError device_malloc(const char* api, void** devPtr, size_t size, int policy) {
+aclError device_malloc(const char* api, void** devPtr, size_t size, int policy,
+                       bool align32 = false) {
   ACLVMM_REQUIRE_NOT_NULL(api, devPtr);
   if (size == 0) return api::invalid(api, "size must be greater than 0");
-  auto p = Runtime::get().vmm().device_malloc(size, policy);
+  // aclrtMallocAlign32 checks that the 32-byte rounding cannot wrap before anything else.
+  if (align32 && size > SIZE_MAX - 32) {
+    return api::invalid(api, "size " + std::to_string(size) + " is too large to round up to 32");
+  }
+  auto p = Runtime::get().vmm().device_malloc(size, policy, align32);
   if (!p.ok()) return api::finish(api, p.status());
   *devPtr = reinterpret_cast<void*>(*p);
   return ACL_SUCCESS;
@@ -31,7 +39,7 @@ aclError aclrtMalloc(void** devPtr, size_t size, aclrtMemMallocPolicy policy) {
 // Kept as its own exported symbol: memory savers interpose it (clients.md A22).
 aclError aclrtMallocAlign32(void** devPtr, size_t size, aclrtMemMallocPolicy policy) {
   ACLVMM_API_ENTER("aclrtMallocAlign32");
-  return device_malloc(api, devPtr, size, api::raw(policy));
+  return device_malloc(api, devPtr, size, api::raw(policy), /*align32=*/true);
   ACLVMM_API_EXIT();
 }
 

@@ -100,6 +100,7 @@ ProductRules Runtime::rules() const {
   r.huge_1g_pages = cfg.product.supports(Feature::kHuge1GPages);
   r.quirks = cfg.quirks_vendor;
   r.host_register = cfg.product.supports(Feature::kHostRegister);
+  r.align32_pads = cfg.product.family == Family::k950;
   r.ipc_memory = cfg.product.supports(Feature::kIpcMemory);
   r.ipc_memory_a3 = cfg.product.supports(Feature::kIpcMemoryA3);
   return r;

@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <new>
 #include <stdexcept>
+#include <utility>
 
 #include "drivers/unsupported_units.h"
 #include "observability/log.h"
@@ -18,21 +19,34 @@ constexpr int32_t kMixed = -2;
 uint64_t round_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
 
 // Collects the "managed" group of the backend's statistics into aclvmmStatsJson's object.
+// The group "managed" of a backend's statistics, in the order it gives them; counters plus what
+// earlier backends of the process counted (`carried`: the statistics are process totals).
 class ManagedStatistics final : public dev::StatisticsVisitor {
  public:
+  explicit ManagedStatistics(const std::map<std::string, uint64_t>* carried = nullptr)
+      : carried_(carried) {}
   void counter(const char* group, const char* name, uint64_t value) override {
-    if (std::string(group) == "managed") add(name, std::to_string(value));
+    if (std::string(group) != "managed") return;
+    if (carried_ != nullptr) {
+      auto it = carried_->find(name);
+      if (it != carried_->end()) value += it->second;
+    }
+    counters_.emplace_back(name, value);
+    add(name, std::to_string(value));
   }
   void flag(const char* group, const char* name, bool value) override {
     if (std::string(group) == "managed") add(name, value ? "true" : "false");
   }
   std::string json() const { return "{" + body_ + "}"; }
+  const std::vector<std::pair<std::string, uint64_t>>& counters() const { return counters_; }
 
  private:
   void add(const char* name, const std::string& value) {
     if (!body_.empty()) body_ += ", ";
     body_ += fmt::format("\"{}\": {}", name, value);
   }
+  const std::map<std::string, uint64_t>* carried_;
+  std::vector<std::pair<std::string, uint64_t>> counters_;
   std::string body_;
 };
 
@@ -250,6 +264,16 @@ std::vector<AddressRange> ManagedMemory::release_all() {
   Lock lock(mu_);
   ranges_.clear();  // the device backend goes with the runtime: nothing of them is left there
   reserved_total_ = 0;
+  // The backend goes too: what it counted is kept, so the counters stay process totals.
+  if (std::shared_ptr<dev::DeviceBackend> device = devices_.device()) {
+    ManagedStatistics stats(&carried_);
+    device->visit_statistics(stats);
+    try {
+      for (const auto& [name, value] : stats.counters()) carried_[name] = value;
+    } catch (const std::bad_alloc&) {
+      // The totals restart from this backend's next counts; nothing else depends on them.
+    }
+  }
   return released;
 }
 
@@ -259,7 +283,12 @@ size_t ManagedMemory::live() const {
 }
 
 std::string ManagedMemory::stats_json() const {
-  ManagedStatistics stats;
+  std::map<std::string, uint64_t> carried;
+  {
+    Lock lock(mu_);
+    carried = carried_;
+  }
+  ManagedStatistics stats(&carried);
   std::shared_ptr<dev::DeviceBackend> device = devices_.device();
   if (device) {
     device->visit_statistics(stats);

@@ -87,6 +87,9 @@ class ManagedMemory {
   // the records always match the backend's ranges (and the "in use" words the window).
   RankedMutex<LockRank::kManagedLifetime> change_mu_;
   mutable RangesMutex mu_;
+  // Managed counters of the backends earlier runtime starts closed (under mu_): the statistics
+  // are process totals, and each start opens a new backend counting from 0.
+  std::map<std::string, uint64_t> carried_;
   std::map<uint64_t, Range> ranges_;
   uint64_t reserved_total_ = 0;
 };

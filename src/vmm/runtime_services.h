@@ -30,6 +30,7 @@ struct ProductRules {
   bool huge_1g_pages = false;        // 1 GiB pages (aclrtMallocPhysical, aclrtMalloc policies)
   bool quirks = false;               // ACLVMM_QUIRKS=vendor: the vendor's extra checks
   bool host_register = false;        // aclrtHostRegister[V2] and friends (runtime-extra.md §5)
+  bool align32_pads = false;         // aclrtMallocAlign32 pads as aclrtMalloc does (950, §6)
   bool ipc_memory = false;           // IPC memory by key (runtime-extra.md §3)
   bool ipc_memory_a3 = false;        // its SetAttr and ImportPidInterServer
 };

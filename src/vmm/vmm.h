@@ -65,8 +65,9 @@ class Vmm {
   Status p2p_map(uint64_t ptr, uint64_t size, int device);
   StatusOr<PointerInfo> pointer_info(uint64_t ptr);
 
-  // aclrtMalloc / aclrtMallocHost and their frees.
-  StatusOr<uint64_t> device_malloc(uint64_t size, int policy);
+  // aclrtMalloc / aclrtMallocHost and their frees. `align32`: aclrtMallocAlign32, which adds no
+  // 32-byte padding (runtime-extra.md §6) except where the product says the two are one call.
+  StatusOr<uint64_t> device_malloc(uint64_t size, int policy, bool align32 = false);
   Status device_free(uint64_t ptr);
   StatusOr<uint64_t> host_malloc(uint64_t size);
   Status host_free(uint64_t ptr);

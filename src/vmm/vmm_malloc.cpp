@@ -41,7 +41,7 @@ StatusOr<uint64_t> place(AddressSpace& space, const BlockSpec& block,
 
 }  // namespace
 
-StatusOr<uint64_t> Vmm::device_malloc(uint64_t size, int policy) {
+StatusOr<uint64_t> Vmm::device_malloc(uint64_t size, int policy, bool align32) {
   ACLVMM_ASSIGN_OR_RETURN(const int dev, rt_.current_device());
   const int base_policy = policy & 0xff;
   const bool huge1g = base_policy == 6 || base_policy == 7;
@@ -52,8 +52,10 @@ StatusOr<uint64_t> Vmm::device_malloc(uint64_t size, int policy) {
                    "1 GiB pages are not supported on " + *product.soc);
     }
   }
-  // ACL aligns to 32 bytes and adds 32 bytes of padding (none for 1 GiB page policies).
-  uint64_t padded = round_up(size, 32) + (huge1g ? 0 : 32);
+  // ACL aligns to 32 bytes and adds 32 bytes of padding (none for 1 GiB page policies, none for
+  // aclrtMallocAlign32 but on the products where it is aclrtMalloc).
+  const bool pad = !huge1g && (!align32 || rt_.rules().align32_pads);
+  uint64_t padded = round_up(size, 32) + (pad ? 32 : 0);
   uint64_t page = page_size_for(policy, padded);
   uint64_t bytes = round_up(padded, page);
   if (bytes < size) return Error(ACL_ERROR_RT_MEMORY_ALLOCATION, "size is too large");
