@@ -17,11 +17,12 @@
 //
 // Contract
 // - map(): [va, va+size) lies inside one reservation of this backend, is a multiple of the
-//   memory's page granule (2 MiB; 1 GiB for kGiant), is not mapped, and offset+size is within the
-//   memory. kOwnerReadWrite gives the owner (the memory's device, or the host for host memory)
-//   read-write access and nobody else anything; kNone gives nobody anything
-//   (Capabilities::map_without_access). On failure nothing is mapped (emu: a failed CPU mapping
-//   leaves the placeholder, never a hole).
+//   memory's page granule (2 MiB; 1 GiB for kGiant) or ends exactly at the memory's end (an
+//   aclrtMalloc block of 4 KiB pages imported by IPC key is smaller than a granule), is not
+//   mapped, and offset (a multiple of the granule) + size is within the memory. kOwnerReadWrite
+//   gives the owner (the memory's device, or the host for host memory) read-write access and nobody
+//   else anything; kNone gives nobody anything (Capabilities::map_without_access). On failure
+//   nothing is mapped (emu: a failed CPU mapping leaves the placeholder, never a hole).
 // - unmap(): exactly a range map() made. Afterwards no location reaches it; the CPU faults there.
 //   kBusy when queued work still uses the range (hardware); the core then keeps the mapping.
 // - set_access(): grants for locations on exactly one mapping [va, va+size). Applied in order;

@@ -3,6 +3,8 @@
 # example binary build/examples/example_* in name order against our libascendcl.so.
 # Prints a header, the output and PASS/FAIL (by exit code) per example; the last line is
 # "N passed, M failed". Exit status 1 if any example failed or none was built.
+# An example with a kernel library (build/examples/kernels/example_NN_name.so, built from its
+# kernels.c) runs with that library appended to ACLVMM_KERNEL_LIBS.
 # ACLVMM_JOBS overrides -j; ACLVMM_EXAMPLE_TIMEOUT (seconds, default 600) bounds each example.
 set -euo pipefail
 
@@ -54,8 +56,13 @@ for exe in "${examples[@]}"; do
     name="$(basename "$exe")"
     echo
     echo "=================== $name ==================="
+    kernel_libs="${ACLVMM_KERNEL_LIBS:-}"
+    if [ -f "$BUILD/examples/kernels/$name.so" ]; then
+        kernel_libs="${kernel_libs:+$kernel_libs:}$BUILD/examples/kernels/$name.so"
+        echo "(ACLVMM_KERNEL_LIBS=$kernel_libs)"
+    fi
     rc=0
-    (cd "$BUILD/examples" && ${RUNNER[@]+"${RUNNER[@]}"} "$exe") </dev/null 2>&1 || rc=$?
+    (cd "$BUILD/examples" && ACLVMM_KERNEL_LIBS="$kernel_libs" ${RUNNER[@]+"${RUNNER[@]}"} "$exe") </dev/null 2>&1 || rc=$?
     if [ "$rc" -eq 0 ]; then
         echo "--- $name: PASS"
         passed=$((passed + 1))

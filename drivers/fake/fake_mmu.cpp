@@ -58,11 +58,12 @@ Result FakeMmu::map(uint64_t va, uint64_t size, PhysicalId memory, uint64_t offs
   if (live == nullptr) return Result::from_errno(EINVAL);
   const PhysicalProperties props = *live;
   const uint64_t granule = page_granule(props.page_type);
-  if (size == 0 || va % granule != 0 || size % granule != 0 || offset % granule != 0) {
-    return machine_.violation("map: the range is not whole granules of the memory's page type");
-  }
   if (offset > props.size || size > props.size - offset) {
     return machine_.violation("map: the range runs past the memory");
+  }
+  if (size == 0 || va % granule != 0 || offset % granule != 0 ||
+      (size % granule != 0 && size != props.size - offset)) {
+    return machine_.violation("map: the range is not whole granules of the memory's page type");
   }
   if (va + size < va) return machine_.violation("map: the range wraps");
   if (overlaps(va, size)) return machine_.violation("map: the range is already mapped");

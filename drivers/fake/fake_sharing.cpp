@@ -306,7 +306,7 @@ Result FakeSharing::ipc_import(const IpcKey& key, DeviceIndex device, IpcImporte
       }
       k.importers[pid_] = true;
     }
-    ++k.served;
+    if (k.exporter != pid_) ++k.served;  // as emu: the exporter's own imports close first
     properties = k.properties;
     bytes = k.bytes;
     range = k.range;

@@ -1,16 +1,16 @@
 #include "runtime/kernels.h"
 
+#include <spdlog/fmt/fmt.h>
 #include <sys/stat.h>
 
 #include <climits>
-#include <cstring>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <new>
 #include <optional>
 
-#include <spdlog/fmt/fmt.h>
-
+#include "observability/live_counts.h"
 #include "runtime/kernel_context.h"
 #include "runtime/kernel_registry.h"
 #include "runtime/runtime.h"
@@ -41,6 +41,18 @@ struct ThreadArgs {
 thread_local ThreadArgs t_args;
 
 }  // namespace
+
+void Kernels::publish_binaries() const {
+  // Loads and unloads on other threads may write their counts in another order than they
+  // changed the table: whoever writes reads the count again, and writes again if it moved, so
+  // the last value written is the current one.
+  for (size_t n = binaries_.size();;) {
+    publish_live_count(LiveCount::kBinaries, n);
+    const size_t now = binaries_.size();
+    if (now == n) return;
+    n = now;
+  }
+}
 
 Kernels::Kernels(Runtime& rt, uint16_t binary_tag, uint16_t function_tag, uint16_t args_tag)
     : rt_(rt), binaries_(binary_tag), functions_(function_tag), args_(args_tag) {}
@@ -74,12 +86,14 @@ StatusOr<uint64_t> Kernels::load(const std::string& path) {
   if (token == 0) {
     return Error(ACL_ERROR_RT_MEMORY_ALLOCATION, "no more binaries can be loaded: the table is full");
   }
+  publish_binaries();
   return token;
 }
 
 Status Kernels::unload(uint64_t binary) {
   std::shared_ptr<KernelBinary> b = binaries_.remove(binary);
   if (!b) return bad_handle("binary");
+  publish_binaries();
   std::lock_guard lock(b->mu);
   for (const auto& [name, function] : b->functions) functions_.remove(function);
   b->functions.clear();

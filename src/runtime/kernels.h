@@ -18,7 +18,8 @@
 // its handle stays the thread's across restarts.
 //
 // Threading: every method from any thread. A binary's kernel names are guarded by its own lock
-// (base/lock_rank.h, kKernelBinary); the devices it was loaded on are an atomic mask.
+// (base/lock_rank.h, kKernelBinary); the devices it was loaded on are an atomic mask. The number
+// of loaded binaries is published for aclvmm-smi after each load and unload (publish_binaries).
 #pragma once
 
 #include <atomic>
@@ -98,6 +99,9 @@ class Kernels {
   // The calling thread's buffer for the current runtime object (made at its first Init).
   StatusOr<std::pair<uint64_t, std::shared_ptr<KernelArgs>>> own_args();
   StatusOr<std::shared_ptr<KernelArgs>> find_args(uint64_t token) const;
+  // The number of loaded binaries, for aclvmm-smi (observability/live_counts.h), after each load
+  // and unload.
+  void publish_binaries() const;
 
   Runtime& rt_;
   HandleTable<KernelBinary> binaries_;

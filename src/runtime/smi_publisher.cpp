@@ -6,6 +6,7 @@
 #include <cstring>
 #include <new>
 
+#include "observability/live_counts.h"
 #include "observability/log.h"
 #include "observability/smi_layout.h"
 
@@ -44,6 +45,9 @@ void SmiPublisher::warn_once(const std::string& what) {
 
 bool SmiPublisher::own_segment() {
   if (segment_ && segment_->owner().pid != static_cast<int>(getpid())) {
+    // The parent's (a private copy since the fork): counts stop going there before it may be
+    // unmapped. The child's runtime starts without any of the counted objects, like its segment.
+    set_live_count_target(nullptr);
     segment_.reset();  // the parent's: its pools keep it mapped, this process makes its own
     tried_ = false;
     warned_ = false;
@@ -82,6 +86,9 @@ std::vector<UsageMirror> SmiPublisher::publish(dev::HostServices& host, const Co
       return mirrors;
     }
     segment_ = std::move(seg);
+    // Zeros in the new segment, as in the runtime being started: from now on every change of a
+    // count is written there (observability/live_counts.h).
+    set_live_count_target(s->live);
     ACLVMM_LOG_INFO("RUNTIME", "statistics for aclvmm-smi in {}", segment_->path());
   }
   if (!segment_) return mirrors;

@@ -1,14 +1,14 @@
 // SmiPublisher: this process's statistics segment for aclvmm-smi (docs/smi.md).
 //
 // The first runtime start creates <ACLVMM_SMI_DIR or /dev/shm>/aclvmm.<uid>.<pid>
-// (observability/smi_layout.h) through the device backend's HostServices; every start hands each device's MemoryPool a
-// UsageMirror, a counter inside the mapped segment that the pool adds to and subtracts from
-// together with its own count, and marks the segment active. Since the device backend's ledger is
-// the capacity authority (docs/device-interface.md D8), those changes are the ledger's
-// usage_changed reports for that start's backend (runtime/core_listener.h, connect_pools). Teardown marks it inactive (the
-// monitor stops listing the process); process exit removes the file. A process that dies without
-// running its exit handlers leaves the file behind; monitors recognise it by the pid being gone or
-// having another start time.
+// (observability/smi_layout.h) through the device backend's HostServices; every start hands each
+// device's MemoryPool a UsageMirror, a counter inside the mapped segment that the pool adds to and
+// subtracts from together with its own count, and marks the segment active. Since the device
+// backend's ledger is the capacity authority (docs/device-interface.md D8), those changes are the
+// ledger's usage_changed reports for that start's backend (runtime/core_listener.h, connect_pools).
+// Teardown marks it inactive (the monitor stops listing the process); process exit removes the
+// file. A process that dies without running its exit handlers leaves the file behind; monitors
+// recognise it by the pid being gone or having another start time.
 //
 // Why the pools write through instead of a periodic snapshot: the update is one relaxed atomic
 // add on a cache line only that device's charges touch, with no system call, while a snapshot
@@ -23,6 +23,11 @@
 // Publishing is best effort: a failure logs one WARNING per process and the application goes on.
 // The file is created so that no other user's file is ever adopted or replaced, and only in a
 // directory nobody else can rearrange (drivers/host/stats_segment.h).
+//
+// The live counts (IPC keys and imports, host registrations, binaries: Segment::live) are not
+// the pools': the modules that keep those objects publish each new count through
+// observability/live_counts.h, into the counters this publisher installs when it creates the
+// segment (and clears when a forked child drops its parent's).
 //
 // Fork: the child's copy of the mapping becomes private at the fork (the driver's atfork
 // handler), so pools the child inherited never count into the parent's file; the child drops

@@ -4,6 +4,7 @@
 #include <mutex>
 #include <new>
 
+#include "base/hex.h"
 #include "observability/log.h"
 #include "vmm/device_error.h"
 
@@ -11,12 +12,6 @@ namespace aclvmm {
 namespace {
 
 uint64_t round_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
-
-std::string hex(uint64_t v) {
-  char buf[32];
-  snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
-  return buf;
-}
 
 bool is_reservation(const Region& r) {
   return r.kind == RegionKind::kReservation || r.kind == RegionKind::kNoUcReservation;
@@ -58,7 +53,7 @@ std::vector<std::unique_ptr<Region>> AddressSpace::clear() {
         // The range goes back to the backend's windows (a no-UC one: its placeholder too).
         if (windows_) (void)windows_->release(base, region->span);
       } else if (region->kind == RegionKind::kIpcImport) {
-        if (mmu_) (void)mmu_->unmap(region->window_base, region->window_size);
+        if (mmu_) (void)mmu_->unmap(region->window_base, region->mapped_size);
         if (windows_) (void)windows_->release(region->window_base, region->window_size);
       } else if (device_) {
         (void)device_->blocks().free(base);  // with its CPU view and its range

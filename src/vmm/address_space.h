@@ -82,6 +82,7 @@ struct Region {
   // inside (a key's range need not start on a chunk).
   uint64_t window_base = 0;
   uint64_t window_size = 0;
+  uint64_t mapped_size = 0;  // of the window, from window_base: up to the memory's end
   // Guards `mappings` and `bound*` (the fields above never change after creation). Map and
   // unmap on different reservations therefore never wait for each other.
   using Mutex = RankedReadMostlyMutex<LockRank::kRegionMappings>;

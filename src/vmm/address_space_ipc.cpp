@@ -1,18 +1,14 @@
 // AddressSpace: what IPC memory by key needs of the address space (runtime-extra.md §3.2, §3.5):
 // which memory an export names, and the regions imports live in.
+#include <algorithm>
 #include <mutex>
 
+#include "base/hex.h"
 #include "vmm/address_space.h"
 #include "vmm/device_error.h"
 
 namespace aclvmm {
 namespace {
-
-std::string hex(uint64_t v) {
-  char buf[32];
-  snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
-  return buf;
-}
 
 Status refused(const std::string& why) { return Error(ACL_ERROR_RT_DRV_INTERNAL_ERROR, why); }
 
@@ -85,39 +81,42 @@ StatusOr<uint64_t> AddressSpace::add_ipc_import(const dev::IpcImported& imported
                                                 std::shared_ptr<PhysicalAllocation> phys,
                                                 int device) {
   const uint64_t granule = imported.page_size > kChunk ? imported.page_size : kChunk;
-  // The whole granules the key's range touches are mapped; the address is the range's start.
+  // The whole granules the key's range touches are reserved; they are mapped up to the memory's
+  // end (a block of 4 KiB pages may be smaller than a granule). The address is the range's start.
   const uint64_t first = imported.offset / granule * granule;
   const uint64_t lead = imported.offset - first;
-  const uint64_t mapped = round_up(lead + imported.size, granule);
-  if (imported.size == 0 || mapped < imported.size ||
-      first + mapped > imported.memory.properties.size) {
+  const uint64_t reserved = round_up(lead + imported.size, granule);
+  const uint64_t object = imported.memory.properties.size;
+  if (imported.size == 0 || reserved < imported.size || first > object ||
+      lead + imported.size > object - first) {
     return Error(ACL_ERROR_RT_DRV_INTERNAL_ERROR, "the imported range does not fit its memory");
   }
+  const uint64_t mapped = std::min(reserved, object - first);
   std::unique_lock lock(mu_);
   if (windows_ == nullptr || mmu_ == nullptr) {
     return Error(kAclInternalError, "no device backend gives this runtime its address windows");
   }
   dev::ReserveRequest request;
-  request.size = mapped;
+  request.size = reserved;
   request.alignment = granule;
   uint64_t window_base = 0;
   if (dev::Result r = windows_->reserve(request, &window_base); !r.ok()) {
-    return device_error(
-        *device_, r,
-        "no room for " + std::to_string(mapped) + " bytes of imported memory in the device window");
+    return device_error(*device_, r,
+                        "no room for " + std::to_string(reserved) +
+                            " bytes of imported memory in the device window");
   }
   const dev::PhysicalId memory = imported.memory.memory;
   if (dev::Result r =
           mmu_->map(window_base, mapped, memory, first, dev::InitialAccess::kOwnerReadWrite);
       !r.ok()) {
-    (void)windows_->release(window_base, mapped);
+    (void)windows_->release(window_base, reserved);
     return device_error(*device_, r, "the imported memory could not be mapped");
   }
   const dev::AccessGrant grant{dev::Location::device(device), dev::Access::kReadWrite};
   size_t applied = 0;
   if (dev::Result r = mmu_->set_access(window_base, mapped, &grant, 1, &applied); !r.ok()) {
     (void)mmu_->unmap(window_base, mapped);
-    (void)windows_->release(window_base, mapped);
+    (void)windows_->release(window_base, reserved);
     return device_error(*device_, r, "the imported memory could not be made accessible");
   }
   const uint64_t base = window_base + lead;
@@ -132,7 +131,8 @@ StatusOr<uint64_t> AddressSpace::add_ipc_import(const dev::IpcImported& imported
     region->page_size = imported.page_size;
     region->created_by = "aclrtIpcMemImportByKey";
     region->window_base = window_base;
-    region->window_size = mapped;
+    region->window_size = reserved;
+    region->mapped_size = mapped;
     Mapping m;
     m.va = base;
     m.size = imported.size;
@@ -145,7 +145,7 @@ StatusOr<uint64_t> AddressSpace::add_ipc_import(const dev::IpcImported& imported
   } catch (const std::bad_alloc&) {
     index_.clear(base, imported.size);
     (void)mmu_->unmap(window_base, mapped);
-    (void)windows_->release(window_base, mapped);
+    (void)windows_->release(window_base, reserved);
     return Error(ACL_ERROR_RT_MEMORY_ALLOCATION, "no memory to record the import");
   }
   return base;
@@ -160,7 +160,7 @@ Status AddressSpace::remove_ipc_import(uint64_t base) {
       return Error(ACL_ERROR_RT_PARAM_INVALID, hex(base) + " is not an IPC import");
     }
     Region& r = *it->second;
-    if (dev::Result u = mmu_->unmap(r.window_base, r.window_size); !u.ok()) {
+    if (dev::Result u = mmu_->unmap(r.window_base, r.mapped_size); !u.ok()) {
       return device_error(*device_, u, "the import at " + hex(base) + " could not be unmapped");
     }
     unindex(r);

@@ -1,17 +1,12 @@
 // AddressSpace: mapping physical memory into reservations and the access rights of each mapping.
 #include <mutex>
 
+#include "base/hex.h"
 #include "vmm/address_space.h"
 #include "vmm/device_error.h"
 
 namespace aclvmm {
 namespace {
-
-std::string hex(uint64_t v) {
-  char buf[32];
-  snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
-  return buf;
-}
 
 Status drv_error(const std::string& msg) { return Error(ACL_ERROR_RT_DRV_INTERNAL_ERROR, msg); }
 

@@ -2,16 +2,11 @@
 // memcpy, memset and emulated kernels use.
 #include <mutex>
 
+#include "base/hex.h"
 #include "vmm/address_space.h"
 
 namespace aclvmm {
 namespace {
-
-std::string hex(uint64_t v) {
-  char buf[32];
-  snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
-  return buf;
-}
 
 bool is_reservation(const Region& r) {
   return r.kind == RegionKind::kReservation || r.kind == RegionKind::kNoUcReservation;

@@ -1,11 +1,12 @@
 #include "vmm/host_registrations.h"
 
+#include <spdlog/fmt/fmt.h>
+
 #include <mutex>
 #include <shared_mutex>
 
-#include <spdlog/fmt/fmt.h>
-
 #include "drivers/device_backend.h"
+#include "observability/live_counts.h"
 #include "observability/log.h"
 
 namespace aclvmm {
@@ -51,6 +52,7 @@ Status HostRegistrations::add(const HostRegistration& r) {
     throw;
   }
   count_.fetch_add(1, std::memory_order_relaxed);
+  publish_live_count(LiveCount::kHostRegistrations, by_base_.size());  // under mu_: in order
   return Status::Ok();
 }
 
@@ -66,6 +68,7 @@ Status HostRegistrations::remove(uint64_t base, int device) {
   unregister_in_backend(it->second);
   by_base_.erase(it);
   count_.fetch_sub(1, std::memory_order_relaxed);
+  publish_live_count(LiveCount::kHostRegistrations, by_base_.size());
   return Status::Ok();
 }
 
@@ -137,6 +140,7 @@ std::vector<HostRegistration> HostRegistrations::release_if(Pred drop) {
     it = by_base_.erase(it);
     count_.fetch_sub(1, std::memory_order_relaxed);
   }
+  if (!dropped.empty()) publish_live_count(LiveCount::kHostRegistrations, by_base_.size());
   return dropped;
 }
 

@@ -17,7 +17,9 @@
 // Threading: every method from any thread; one lock (base/lock_rank.h, kHostRegistrations),
 // held across the backend's register_host so that two overlapping registrations of one device
 // cannot both pass the overlap check. Pointer queries of unregistered process memory look here
-// only when a registration exists (an atomic count first).
+// only when a registration exists (an atomic count first). Each change of the count is published
+// for aclvmm-smi (observability/live_counts.h) before the lock is released, so the monitor's
+// last value is the current one.
 #pragma once
 
 #include <atomic>

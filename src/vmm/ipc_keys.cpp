@@ -3,16 +3,14 @@
 #include <cstring>
 #include <mutex>
 
+#include "base/hex.h"
+#include "observability/live_counts.h"
 #include "vmm/device_error.h"
 
 namespace aclvmm {
 namespace {
 
-std::string hex(uint64_t v) {
-  char buf[32];
-  snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
-  return buf;
-}
+constexpr size_t kEndedRemembered = 4096;
 
 uint64_t round_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
 
@@ -89,7 +87,9 @@ StatusOr<dev::IpcKey> IpcKeys::export_range(uint64_t va, uint64_t size, uint64_t
   }
   std::lock_guard lock(mu_);
   try {
+    ended_.erase(key);  // a key text is never reused in a process; this only guards the record
     exports_[key] = Export{src.device, src.allocation, va, size, false};
+    publish_live_count(LiveCount::kIpcKeys, exports_.size());
   } catch (const std::bad_alloc&) {
     (void)sharing()->ipc_close_export(key);  // no key stays behind a failed call
     return Error(ACL_ERROR_RT_MEMORY_ALLOCATION, "no memory to record the key");
@@ -123,12 +123,26 @@ Status IpcKeys::set_link(const char* key, uint64_t attr) {
   return Status::Ok();
 }
 
+StatusOr<uint64_t> IpcKeys::reuse_import_locked(const dev::IpcKey& key, int device) {
+  Import& held = imports_.at(key);
+  if (held.device != device) {
+    return Error(ACL_ERROR_RT_DRV_INTERNAL_ERROR, quoted(key.text) +
+                                                      " is already imported onto device " +
+                                                      std::to_string(rt_.user_device(held.device)));
+  }
+  ++held.count;
+  return held.address;
+}
+
 StatusOr<uint64_t> IpcKeys::import(const char* key, bool enable_peer_access) {
   ACLVMM_ASSIGN_OR_RETURN(const int device, checked_device(false));
   ACLVMM_RETURN_IF_ERROR(measure(key));
   dev::IpcKeyFields fields;
   if (!dev::parse_ipc_key(key, &fields)) {
-    return Error(ACL_ERROR_RT_PARAM_INVALID, quoted(key) + " is not a key any driver makes");
+    // With ENABLE_PEER_ACCESS the runtime looks the key up first (no live export: 507899);
+    // otherwise the driver refuses to parse it (107000).
+    return Error(enable_peer_access ? ACL_ERROR_RT_DRV_INTERNAL_ERROR : ACL_ERROR_RT_PARAM_INVALID,
+                 quoted(key) + " is not a key any driver makes");
   }
   if (enable_peer_access && static_cast<int>(fields.device) < rt_.device_count() &&
       static_cast<int>(fields.device) != device) {
@@ -137,16 +151,7 @@ StatusOr<uint64_t> IpcKeys::import(const char* key, bool enable_peer_access) {
   const dev::IpcKey k = key_of(key);
   {
     std::lock_guard lock(mu_);
-    auto it = imports_.find(k);
-    if (it != imports_.end()) {
-      if (it->second.device != device) {
-        return Error(ACL_ERROR_RT_DRV_INTERNAL_ERROR,
-                     quoted(key) + " is already imported onto device " +
-                         std::to_string(rt_.user_device(it->second.device)));
-      }
-      ++it->second.count;
-      return it->second.address;
-    }
+    if (imports_.count(k)) return reuse_import_locked(k, device);
   }
   dev::IpcImported imported;
   const dev::Result r = sharing()->ipc_import(k, device, &imported);
@@ -165,19 +170,12 @@ StatusOr<uint64_t> IpcKeys::import(const char* key, bool enable_peer_access) {
   phys->size = props.size;
   std::lock_guard lock(mu_);
   // Another thread may have imported the key meanwhile: the first address is the one.
-  if (auto it = imports_.find(k); it != imports_.end()) {
-    if (it->second.device != device) {
-      return Error(ACL_ERROR_RT_DRV_INTERNAL_ERROR,
-                   quoted(key) + " is already imported onto device " +
-                       std::to_string(rt_.user_device(it->second.device)));
-    }
-    ++it->second.count;
-    return it->second.address;
-  }
+  if (imports_.count(k)) return reuse_import_locked(k, device);
   ACLVMM_ASSIGN_OR_RETURN(const uint64_t address,
                           space_.add_ipc_import(imported, std::move(phys), device));
   try {
     imports_[k] = Import{device, address, 1};
+    publish_live_count(LiveCount::kIpcImports, imports_.size());
   } catch (const std::bad_alloc&) {
     (void)space_.remove_ipc_import(address);
     return Error(ACL_ERROR_RT_MEMORY_ALLOCATION, "no memory to record the import");
@@ -197,6 +195,7 @@ Status IpcKeys::close(const char* key) {
       if (--it->second.count > 0) return Status::Ok();
       ACLVMM_RETURN_IF_ERROR(space_.remove_ipc_import(it->second.address));
       imports_.erase(it);
+      publish_live_count(LiveCount::kIpcImports, imports_.size());
       return Status::Ok();
     }
   }
@@ -204,10 +203,18 @@ Status IpcKeys::close(const char* key) {
   const dev::IpcKey k = key_of(key);
   {
     std::lock_guard lock(mu_);
-    exports_.erase(k);
+    if (ended_.count(k)) {
+      return Error(ACL_ERROR_RT_DRV_INTERNAL_ERROR,
+                   quoted(key) + " was ended by the exporting device's last aclrtResetDevice");
+    }
   }
+  // The backend decides (another process's key may have to be asked about); the record goes
+  // only with the key, so a failed close leaves both.
   const dev::Result r = sharing()->ipc_close_export(k);
   if (!r.ok()) return refused(r, quoted(key) + " could not be closed");
+  std::lock_guard lock(mu_);
+  exports_.erase(k);
+  publish_live_count(LiveCount::kIpcKeys, exports_.size());
   return Status::Ok();
 }
 
@@ -242,11 +249,22 @@ std::vector<std::string> IpcKeys::release_if(Pick pick) {
         continue;
       }
       ended.push_back(it->first);
+      try {
+        if (ended_.insert(it->first).second) ended_order_.push_back(it->first);
+        if (ended_order_.size() > kEndedRemembered) {
+          ended_.erase(ended_order_.front());
+          ended_order_.pop_front();
+        }
+      } catch (const std::bad_alloc&) {
+        // Only the code of a later close changes (107017 instead of 507899).
+      }
       lines.push_back("closing IPC key " + std::string(it->first.text) + " of " +
                       std::to_string(it->second.size) + " bytes at " + hex(it->second.address) +
                       " made by aclrtIpcMemGetExportKey");
       it = exports_.erase(it);
     }
+    publish_live_count(LiveCount::kIpcImports, imports_.size());
+    publish_live_count(LiveCount::kIpcKeys, exports_.size());
   }
   if (dev::Sharing* s = sharing()) {
     for (const dev::IpcKey& k : ended) (void)s->ipc_close_export(k);  // own keys: no waiting

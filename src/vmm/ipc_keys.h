@@ -19,7 +19,9 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -75,6 +77,9 @@ class IpcKeys {
   };
 
   Status check_product(bool a3_only) const;
+  // The address of the process's import of `key` (one more import), if it is on `device`;
+  // 507899 when it is on another. mu_ held, the import exists.
+  StatusOr<uint64_t> reuse_import_locked(const dev::IpcKey& key, int device);
   // The current device after the context and product checks, in the vendor's order.
   StatusOr<int> checked_device(bool a3_only);
   dev::Sharing* sharing() const;
@@ -89,6 +94,10 @@ class IpcKeys {
   mutable RankedMutex<LockRank::kIpcKeys> mu_;
   std::map<dev::IpcKey, Export> exports_;
   std::map<dev::IpcKey, Import> imports_;
+  // Keys a device's last reset ended: the application's close of one is 507899 (the backend
+  // would call a key that served imports closed-while-held, 107017). Bounded: oldest dropped.
+  std::set<dev::IpcKey> ended_;
+  std::deque<dev::IpcKey> ended_order_;
 };
 
 }  // namespace aclvmm

@@ -3,14 +3,10 @@
 #include <cstdio>
 #include <string>
 
+#include "base/hex.h"
+
 namespace aclvmm::memops {
 namespace {
-
-std::string hex(uint64_t v) {
-  char buf[32];
-  snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(v));
-  return buf;
-}
 
 // The started runtime's device backend always has one; a copy racing the runtime's teardown
 // (a task that outlived its stream) finds none.

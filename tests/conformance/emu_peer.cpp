@@ -154,25 +154,25 @@ class EmuPeer final : public PeerProcess {
 
   int32_t pid() override { return static_cast<int32_t>(child_); }
   dev::Result import(dev::ShareToken token, dev::DeviceIndex device) override {
-    return call({Op::kImport, device, token.value, 0, 0, 0, 0}, nullptr);
+    return call({Op::kImport, device, token.value, 0, 0, 0, 0, {}}, nullptr);
   }
   dev::Result read(uint64_t offset, void* dst, size_t n) override {
     Answer a{};
     if (n > sizeof a.bytes) return dev::Result::from_errno(EINVAL);
-    const dev::Result r = call({Op::kRead, 0, 0, offset, n, 0, 0}, &a);
+    const dev::Result r = call({Op::kRead, 0, 0, offset, n, 0, 0, {}}, &a);
     std::memcpy(dst, a.bytes, n);
     return r;
   }
   dev::Result fill(uint64_t offset, size_t n, uint8_t value) override {
-    return call({Op::kFill, 0, 0, offset, n, 0, value}, nullptr);
+    return call({Op::kFill, 0, 0, offset, n, 0, value, {}}, nullptr);
   }
   dev::Result set_pids(dev::ShareToken token, int32_t pid) override {
-    return call({Op::kSetPids, 0, token.value, 0, 0, pid, 0}, nullptr);
+    return call({Op::kSetPids, 0, token.value, 0, 0, pid, 0, {}}, nullptr);
   }
   dev::Result export_new(dev::DeviceIndex device, uint64_t size, uint8_t value, int32_t pid,
                          dev::ShareToken* out) override {
     Answer a{};
-    const dev::Result r = call({Op::kExportNew, device, 0, 0, size, pid, value}, &a);
+    const dev::Result r = call({Op::kExportNew, device, 0, 0, size, pid, value, {}}, &a);
     out->value = a.token;
     return r;
   }

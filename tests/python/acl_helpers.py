@@ -1,4 +1,11 @@
-"""Helpers of the acl binding tests: mapped device memory and byte copies through acl.rt.memcpy."""
+"""Helpers of the acl binding tests: mapped device memory, byte copies through acl.rt.memcpy, and
+the other process of the two-process tests."""
+import os
+import select
+import subprocess
+import sys
+import time
+
 import acl
 import acl.rt
 import acl.util
@@ -37,3 +44,54 @@ def d2h(src, size):
         return acl.util.ptr_to_bytes(host, size)
     finally:
         assert acl.rt.free_host(host) == ACL_SUCCESS
+
+
+class Child:
+    """A helper script (share_child.py, ipc_child.py) in its own interpreter and runtime, driven one
+    command line at a time. It first says `ready <words>` (kept in self.ready), then answers each
+    command with a line that repeats the command word, then the result."""
+
+    TIMEOUT = 10  # seconds, bound on every wait for the child
+
+    def __init__(self, script, *argv):
+        self.proc = subprocess.Popen([sys.executable, script, *map(str, argv)], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE)
+        self.buf = b""
+        words = self._line()
+        assert words[0] == "ready", words
+        self.ready = words[1:]
+
+    def _line(self):
+        deadline = time.monotonic() + self.TIMEOUT
+        fd = self.proc.stdout.fileno()
+        while b"\n" not in self.buf:
+            ready, _, _ = select.select([fd], [], [], max(0.0, deadline - time.monotonic()))
+            assert ready, f"no reply from the child within {self.TIMEOUT} s"
+            chunk = os.read(fd, 4096)
+            assert chunk, f"the child exited with {self.proc.wait()}"
+            self.buf += chunk
+        line, _, self.buf = self.buf.partition(b"\n")
+        return line.decode().split()
+
+    def cmd(self, *words):
+        """The reply's result words (the echoed command word is checked and dropped)."""
+        self.proc.stdin.write((" ".join(map(str, words)) + "\n").encode())
+        self.proc.stdin.flush()
+        reply = self._line()
+        assert reply[0] == words[0], reply
+        return reply[1:]
+
+    def finish(self):
+        """The child's teardown result and exit status."""
+        result = self.cmd("exit")
+        return int(result[0]), self.proc.wait(self.TIMEOUT)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        if self.proc.poll() is None:  # a failed test: never leave the child behind
+            self.proc.kill()
+            self.proc.wait()
+        self.proc.stdin.close()
+        self.proc.stdout.close()

@@ -6,10 +6,6 @@ then writes bytes the parent reads back through its own mapping.
 """
 import hashlib
 import os
-import select
-import subprocess
-import sys
-import time
 
 import acl
 import acl.rt
@@ -17,57 +13,18 @@ import acl.rt
 from acl_constants import (ACL_ERROR_RT_DRV_INTERNAL_ERROR, ACL_ERROR_RT_NO_PERMISSION,
                            ACL_MEM_HANDLE_TYPE_NONE, ACL_RT_VMM_EXPORT_FLAG_DEFAULT,
                            ACL_RT_VMM_EXPORT_FLAG_DISABLE_PID_VALIDATION, ACL_SUCCESS, MIB, pattern)
+from acl_helpers import Child as ChildProcess
 from acl_helpers import Mapped, d2h, h2d
 
 CHILD = os.path.join(os.path.dirname(os.path.abspath(__file__)), "share_child.py")
-TIMEOUT = 10  # seconds, bound on every wait for the child
 
 
-class Child:
-    """share_child.py as a subprocess, driven one command line at a time."""
+class Child(ChildProcess):
+    """share_child.py importing `token`; tgid: the bare tgid it reported."""
 
     def __init__(self, token):
-        self.proc = subprocess.Popen([sys.executable, CHILD, f"{token:x}"], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE)
-        self.buf = b""
-        words = self._line()
-        assert words[0] == "ready", words
-        self.tgid = int(words[1])
-
-    def _line(self):
-        deadline = time.monotonic() + TIMEOUT
-        fd = self.proc.stdout.fileno()
-        while b"\n" not in self.buf:
-            ready, _, _ = select.select([fd], [], [], max(0.0, deadline - time.monotonic()))
-            assert ready, f"no reply from the child within {TIMEOUT} s"
-            chunk = os.read(fd, 4096)
-            assert chunk, f"the child exited with {self.proc.wait()}"
-            self.buf += chunk
-        line, _, self.buf = self.buf.partition(b"\n")
-        return line.decode().split()
-
-    def cmd(self, *words):
-        """The reply's result words (the echoed command word is checked and dropped)."""
-        self.proc.stdin.write((" ".join(map(str, words)) + "\n").encode())
-        self.proc.stdin.flush()
-        reply = self._line()
-        assert reply[0] == words[0], reply
-        return reply[1:]
-
-    def finish(self):
-        """The child's teardown result and exit status."""
-        result = self.cmd("exit")
-        return int(result[0]), self.proc.wait(TIMEOUT)
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        if self.proc.poll() is None:  # a failed test: never leave the child behind
-            self.proc.kill()
-            self.proc.wait()
-        self.proc.stdin.close()
-        self.proc.stdout.close()
+        super().__init__(CHILD, f"{token:x}")
+        self.tgid = int(self.ready[0])
 
 
 def sha(data):

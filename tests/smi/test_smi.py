@@ -24,7 +24,17 @@ CHILD_NAME = "smi_child"  # comm of the child: its file name
 UID = os.getuid()
 
 # observability/smi_layout.h, written independently here so that the test also checks the layout.
-MAGIC, VERSION, SEGMENT_SIZE, MAX_DEVICES = 0x534D5641, 1, 128 + 64 * 64, 64
+MAGIC, VERSION, SEGMENT_SIZE, MAX_DEVICES = 0x534D5641, 2, 128 + 64 * 64, 64
+LIVE_OFFSET = 96  # version 2: ipc_keys, ipc_imports, host_registrations, binaries (u64 each)
+LIVE_KEYS = ("ipc_keys", "ipc_imports", "host_registrations", "binaries")
+NO_LIVE = dict.fromkeys(LIVE_KEYS, 0)
+
+
+def file_live(path):
+    """The live counts as the segment file says: {key: count}."""
+    with open(path, "rb") as f:
+        data = f.read()
+    return dict(zip(LIVE_KEYS, struct.unpack_from("<4Q", data, LIVE_OFFSET)))
 
 
 def start_time(pid):
@@ -37,10 +47,11 @@ def pid_namespace():
     return os.stat("/proc/self/ns/pid").st_ino
 
 
-def segment_bytes(pid, start, name, soc, devices, magic=MAGIC, active=1, ns=None):
+def segment_bytes(pid, start, name, soc, devices, magic=MAGIC, active=1, ns=None, version=VERSION,
+                  live=(0, 0, 0, 0)):
     ns = pid_namespace() if ns is None else ns
-    head = struct.pack("<IIIiQIi16s32sIIQ32x", magic, VERSION, SEGMENT_SIZE, pid, start, UID,
-                       len(devices), name.encode(), soc.encode(), active, 0, ns)
+    head = struct.pack("<IIIiQIi16s32sIIQ4Q", magic, version, SEGMENT_SIZE, pid, start, UID,
+                       len(devices), name.encode(), soc.encode(), active, 0, ns, *live)
     body = b"".join(struct.pack("<QQ48x", total, used) for total, used in devices)
     return (head + body).ljust(SEGMENT_SIZE, b"\0")
 
@@ -55,10 +66,19 @@ class Child:
         self.used = self.expect("ready")
 
     def expect(self, word):
+        line = self.expect_words(word)
+        return int(line[1]), int(line[2])
+
+    def expect_words(self, word):
         line = self.proc.stdout.readline().split()
         if not line or line[0] != word:
             raise AssertionError(f"smi_child said {line!r}, expected '{word} ...'")
-        return int(line[1]), int(line[2])
+        return line
+
+    def ask(self, command, word):
+        """Sends the command; the words of its answer after `word`."""
+        self.send(command)
+        return self.expect_words(word)[1:]
 
     def send(self, command):
         self.proc.stdin.write(command + "\n")
@@ -200,7 +220,12 @@ class SmiTest(unittest.TestCase):
         mb1 = a.used[1] // MIB
         self.assertRegex(table, rf"\|\s+1\s+\|\s+{a.pid}\s+\|\s+{CHILD_NAME}\s+\|\s+{mb1}\s+\|")
         self.assertRegex(table, r"\|\s+0\s+\|\s+Ascend910B1\s+\|\s+6 / 1024\s+\|\s+1\s+\|")
-        self.assertEqual(len(re.findall(rf"\|\s+{a.pid}\s+\|", table)), 2)
+        self.assertEqual(len(re.findall(rf"\|\s+\d+\s+\|\s+{a.pid}\s+\|", table)), 2)
+        # And one row of what it holds besides memory (nothing here).
+        self.assertEqual(len(re.findall(rf"^\|\s+{a.pid}\s+\|", table, re.M)), 1)
+        self.assertRegex(table, r"\|\s+Process id\s+\|\s+Process name\s+\|\s+IPC keys\s+\|\s+IPC imports\s+\|"
+                                r"\s+Host reg\s+\|\s+Binaries\s+\|")
+        self.assertRegex(table, rf"\|\s+{a.pid}\s+\|\s+{CHILD_NAME}\s+\|(\s+0\s+\|){{4}}")
         self.assertNotIn("No running processes found", table)
         a.finish("quit")
         table = self.smi()
@@ -245,7 +270,8 @@ class SmiTest(unittest.TestCase):
             "pid": me, "uid": UID, "name": "writer", "start_time": start_time(me),
             "soc": "Ascend910B4", "devices": [
                 {"id": 0, "memory_total": 64 * MIB, "memory_used": 2 * MIB},
-                {"id": 1, "memory_total": 64 * MIB, "memory_used": 0}]}])
+                {"id": 1, "memory_total": 64 * MIB, "memory_used": 0}],
+            "live": NO_LIVE}])
         self.assertEqual(listing["stale"], [
             {"pid": parent, "path": self.segment_path(parent), "removed": True}])
         self.assertEqual(listing["devices"], [
@@ -255,6 +281,98 @@ class SmiTest(unittest.TestCase):
              "processes": 0}])
         for path in foreign + skipped:
             self.assertTrue(os.path.exists(path), path)
+
+    def live(self, pid):
+        return self.process(self.smi("--json"), pid)["live"]
+
+    def test_live_counts_of_keys_imports_registrations_binaries(self):
+        a = self.child()
+        b = self.child()
+        self.assertEqual(self.live(a.pid), NO_LIVE)
+        keys = a.ask("keys 2", "keys")  # any process may import them
+        self.assertEqual(len(keys), 2)
+        # b: imports both, exports one key of its own, registers a host page, loads a binary.
+        self.assertEqual(b.ask("hold " + " ".join(keys), "held"), [])
+        listing = self.smi("--json")
+        self.assertEqual(self.process(listing, a.pid)["live"],
+                         {"ipc_keys": 2, "ipc_imports": 0, "host_registrations": 0, "binaries": 0})
+        self.assertEqual(self.process(listing, b.pid)["live"],
+                         {"ipc_keys": 1, "ipc_imports": 2, "host_registrations": 1, "binaries": 1})
+        self.assertEqual(file_live(self.segment_path(b.pid)), self.process(listing, b.pid)["live"])
+        # "| Process id | Process name | IPC keys | IPC imports | Host reg | Binaries |"
+        table = self.smi()
+        self.assertRegex(table, rf"\|\s+{b.pid}\s+\|\s+{CHILD_NAME}\s+\|\s+1\s+\|\s+2\s+\|\s+1\s+\|\s+1\s+\|")
+        self.assertRegex(table, rf"\|\s+{a.pid}\s+\|\s+{CHILD_NAME}\s+\|\s+2\s+\|\s+0\s+\|\s+0\s+\|\s+0\s+\|")
+
+        self.assertEqual(b.ask("release", "released"), [])
+        self.assertEqual(self.live(b.pid), NO_LIVE)
+        self.assertEqual(self.live(a.pid)["ipc_keys"], 2)
+        self.assertEqual(a.ask("release", "released"), [])
+        self.assertEqual(self.live(a.pid), NO_LIVE)
+        self.assertRegex(self.smi(), rf"\|\s+{b.pid}\s+\|\s+{CHILD_NAME}\s+\|(\s+0\s+\|){{4}}")
+
+        # The same key imported twice is one import (closed twice).
+        keys = a.ask("keys 1", "keys")
+        b.ask(f"hold {keys[0]} {keys[0]}", "held")
+        self.assertEqual(self.live(b.pid),
+                         {"ipc_keys": 1, "ipc_imports": 1, "host_registrations": 1, "binaries": 1})
+        b.ask("release", "released")
+        self.assertEqual(self.live(b.pid), NO_LIVE)
+
+    def test_live_counts_after_teardown_and_restart(self):
+        a = self.child()
+        a.ask("hold", "held")  # a key of its own, a host page, a binary: left to the teardown
+        self.assertEqual(self.live(a.pid),
+                         {"ipc_keys": 1, "ipc_imports": 0, "host_registrations": 1, "binaries": 1})
+        a.send("finalize")  # aclFinalize releases them (the leak report) and the counts go to 0
+        self.assertEqual(a.proc.stdout.readline(), "finalized\n")
+        self.assertEqual(file_live(self.segment_path(a.pid)), NO_LIVE)
+        a.send("init")
+        a.expect("again")
+        self.assertEqual(self.live(a.pid), NO_LIVE)
+        a.ask("hold", "held")  # the same file counts the new runtime's
+        self.assertEqual(self.live(a.pid),
+                         {"ipc_keys": 1, "ipc_imports": 0, "host_registrations": 1, "binaries": 1})
+
+    def test_forked_child_live_counts_are_its_own(self):
+        a = self.child()
+        a.ask("keys 2", "keys")
+        words = a.ask("fork", "child")
+        child = int(words[0])
+        # The child's own runtime: one registered host page (its last code), nothing inherited.
+        self.assertEqual(words[4:], ["0", "0", "0"], words)
+        listing = self.smi("--json")
+        self.assertEqual(self.process(listing, a.pid)["live"],
+                         {"ipc_keys": 2, "ipc_imports": 0, "host_registrations": 0, "binaries": 0})
+        self.assertEqual(self.process(listing, child)["live"],
+                         {"ipc_keys": 0, "ipc_imports": 0, "host_registrations": 1, "binaries": 0})
+        self.assertEqual(a.ask("reap", "reaped"), ["0"])
+        self.assertEqual(file_live(self.segment_path(a.pid))["ipc_keys"], 2)
+        self.assertEqual(self.live(a.pid)["host_registrations"], 0)
+
+    def test_version_1_segment_is_listed_with_zero_counts(self):
+        sleepers = [subprocess.Popen(["sleep", "30"]) for _ in range(2)]
+        try:
+            old, new = (p.pid for p in sleepers)
+            # Version 1: the same layout with reserved bytes where version 2 counts; whatever
+            # they hold, the counts are zeros.
+            with open(self.segment_path(old), "wb") as f:
+                f.write(segment_bytes(old, start_time(old), "old", "Ascend910B1", [(MIB, 0)],
+                                      version=1, live=(7, 7, 7, 7)))
+            with open(self.segment_path(new), "wb") as f:
+                f.write(segment_bytes(new, start_time(new), "new", "Ascend910B1", [(MIB, 0)],
+                                      live=(3, 4, 5, 6)))
+            listing = self.smi("--json")
+            table = self.smi()
+        finally:
+            for proc in sleepers:
+                proc.kill()
+                proc.wait()
+        self.assertEqual(self.process(listing, old)["live"], NO_LIVE)
+        self.assertEqual(self.process(listing, new)["live"],
+                         {"ipc_keys": 3, "ipc_imports": 4, "host_registrations": 5, "binaries": 6})
+        self.assertRegex(table, rf"\|\s+{old}\s+\|\s+old\s+\|(\s+0\s+\|){{4}}")
+        self.assertRegex(table, rf"\|\s+{new}\s+\|\s+new\s+\|\s+3\s+\|\s+4\s+\|\s+5\s+\|\s+6\s+\|")
 
     def test_publishing_failure_does_not_fail_the_application(self):
         # errno 13 (EACCES) for the segment's creation, then a directory that does not exist.

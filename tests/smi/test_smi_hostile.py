@@ -372,7 +372,8 @@ class SmiHostileTest(unittest.TestCase):
             good = good[:24] + struct.pack("<I", uid) + good[28:]
             bad_fields = {
                 "wrong magic": (0, b"\0\0\0\0"),
-                "version 2": (4, struct.pack("<I", 2)),
+                "version 0": (4, struct.pack("<I", 0)),
+                "version 3": (4, struct.pack("<I", 3)),
                 "size 9999": (8, struct.pack("<I", 9999)),
                 "device_count 65": (28, struct.pack("<i", 65)),
                 "device_count -1": (28, struct.pack("<i", -1)),

@@ -91,6 +91,21 @@ std::string render_table(const Snapshot& snap, const std::string& version) {
     if (!any) out += row({"-", std::to_string(p.pid), p.name, "0"}, proc_w);
   }
   out += rule(proc_w, '-');
+  if (snap.processes.empty()) return out;
+  // What each process holds besides memory: one row per process.
+  const std::vector<size_t> live_w = {10, 15, 8, 11, 8, 8};  // as wide as the tables above
+  out += "\n";
+  out += rule(live_w, '-');
+  out += row({"Process id", "Process name", "IPC keys", "IPC imports", "Host reg", "Binaries"},
+             live_w);
+  out += rule(live_w, '=');
+  for (const ProcessInfo& p : snap.processes) {
+    out += row(
+        {std::to_string(p.pid), p.name, std::to_string(p.ipc_keys), std::to_string(p.ipc_imports),
+         std::to_string(p.host_registrations), std::to_string(p.binaries)},
+        live_w);
+  }
+  out += rule(live_w, '-');
   return out;
 }
 
@@ -118,7 +133,10 @@ std::string render_json(const Snapshot& snap, const std::string& version) {
              ", \"memory_total\": " + std::to_string(d.total) +
              ", \"memory_used\": " + std::to_string(d.used) + "}";
     }
-    out += "]}";
+    out += "],\n     \"live\": {\"ipc_keys\": " + std::to_string(p.ipc_keys) +
+           ", \"ipc_imports\": " + std::to_string(p.ipc_imports) +
+           ", \"host_registrations\": " + std::to_string(p.host_registrations) +
+           ", \"binaries\": " + std::to_string(p.binaries) + "}}";
   }
   out += snap.processes.empty() ? "],\n" : "\n  ],\n";
   out += "  \"stale\": [";

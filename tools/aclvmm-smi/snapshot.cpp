@@ -19,9 +19,9 @@ std::string text_field(const char* p, size_t cap) { return std::string(p, strnle
 const smi::Segment* parse(const dev::host::StatsView& view, const dev::host::StatsFile& file) {
   if (view.size() < sizeof(smi::Segment)) return nullptr;
   const auto* s = static_cast<const smi::Segment*>(view.data());
-  if (s->magic != smi::kMagic || s->version != smi::kVersion || s->size != sizeof(smi::Segment)) {
-    return nullptr;
-  }
+  // Version 1 has the same layout without the live counts (zeros there).
+  const bool known = s->version == smi::kVersion || s->version == smi::kVersionWithoutLiveCounts;
+  if (s->magic != smi::kMagic || !known || s->size != sizeof(smi::Segment)) return nullptr;
   // The file's owner is the uid of its name and header: no user can speak for another.
   if (s->pid != file.pid || s->uid != file.uid || view.file_uid() != file.uid) return nullptr;
   if (s->device_count < 0 || s->device_count > smi::kMaxDevices) return nullptr;
@@ -90,6 +90,15 @@ int take_snapshot(const std::string& dir, bool remove_stale, Snapshot* out) {
     for (int i = 0; i < s->device_count; ++i) {
       // Relaxed loads: each counter is exact on its own; they are not a consistent set.
       p.devices.push_back({i, s->devices[i].total, s->devices[i].used.load(std::memory_order_relaxed)});
+    }
+    if (s->version != smi::kVersionWithoutLiveCounts) {  // version 1: zeros, whatever is there
+      const auto live = [s](smi::LiveCount c) {
+        return s->live[static_cast<uint32_t>(c)].load(std::memory_order_relaxed);
+      };
+      p.ipc_keys = live(smi::LiveCount::kIpcKeys);
+      p.ipc_imports = live(smi::LiveCount::kIpcImports);
+      p.host_registrations = live(smi::LiveCount::kHostRegistrations);
+      p.binaries = live(smi::LiveCount::kBinaries);
     }
     out->processes.push_back(std::move(p));
   }

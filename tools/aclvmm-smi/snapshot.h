@@ -20,6 +20,11 @@ struct ProcessInfo {
   std::string name;
   std::string soc;
   std::vector<DeviceUsage> devices;  // ids 0..device_count-1 of that process
+  // What the process holds besides memory (smi::LiveCount; zeros from a version-1 segment).
+  uint64_t ipc_keys = 0;
+  uint64_t ipc_imports = 0;
+  uint64_t host_registrations = 0;
+  uint64_t binaries = 0;
 };
 
 // A segment left by a process that died without tearing down (or whose pid now belongs to

@@ -72,8 +72,9 @@ Result EmuDeviceMmu::map(uint64_t va, uint64_t size, PhysicalId memory, uint64_t
   EmuPhysical* object = EmuPhysical::from_id(memory);
   const PhysicalProperties& props = object->properties();
   const uint64_t granule = page_granule(props.page_type);
-  if (size == 0 || va % granule != 0 || size % granule != 0 || offset % granule != 0 ||
-      offset > props.size || size > props.size - offset) {
+  // Whole granules, or up to the memory's end (an IPC key's small block, device_mmu.h).
+  if (size == 0 || va % granule != 0 || offset % granule != 0 || offset > props.size ||
+      size > props.size - offset || (size % granule != 0 && size != props.size - offset)) {
     return invalid();
   }
   auto* entry = new (std::nothrow) MmuEntry();

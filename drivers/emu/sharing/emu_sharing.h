@@ -159,12 +159,27 @@ class EmuSharing final : public Sharing {
   bool served_by_exporter(int fd, const share::PeerInfo& server, uint32_t share_id);
   // The same for a key's endpoint: the listener must be the process whose bare tgid it names.
   bool served_by_key_exporter(int fd, const share::PeerInfo& server, uint32_t tgid);
+  // Counts and logs a listener that is not the exporter a name belongs to, closes `fd`; -ESRCH.
+  int refuse_impostor(int fd, const share::PeerInfo& server, const char* what);
+  // Sends one request on `fd` and receives the reply (and a descriptor, kept in *mem_fd or
+  // closed), bounded; closes `fd`. The reply's length or -errno.
+  int ask(int fd, const void* request, size_t request_size, void* reply, size_t reply_size,
+          int* mem_fd);
+  // Whether `key` names another process (a key of ours that is not live is no foreign key).
+  bool foreign_key_locked(const IpcKey& key);
+  // The code another process's listener gives a probe of `key` (kUnknownToken without answer).
+  int probe_key(const IpcKey& key);
   // One key request/reply with the key's exporter; as exchange().
   int exchange_key(const IpcKey& key, uint32_t kind, int device, share::wire::KeyReply* rep,
                    int* mem_fd);
   // Ends an own key: its endpoint goes to the listener to close. mu_ held.
   void retire_key_locked(std::map<IpcKey, KeyExport>::iterator it);
   Result fetch_remote(uint64_t token, DeviceIndex device, ImportedMemory* out);
+  // A reply that could not have come from an exporter of this backend: counted, logged, EINVAL.
+  Result refuse_reply(const char* what, const char* defect);
+  // The memory a checked reply attached (*mem_fd, taken over): adopted as a new object.
+  Result take_memory(const share::wire::Reply& rep, int* mem_fd, const char* what,
+                     DeviceIndex device, ImportedMemory* out);
   // The own export behind `token`, imported onto another device; false when it is not ours.
   bool import_local(uint64_t token, DeviceIndex device, ImportedMemory* out, Result* result);
 

@@ -71,4 +71,13 @@ class GatedTransport {
   InjectionGate gate_;
 };
 
+// Closes a received descriptor on every path that does not take it over (by setting it to -1).
+struct ReceivedFd {
+  GatedTransport& transport;
+  int* fd;
+  ~ReceivedFd() {
+    if (*fd >= 0) transport.close(*fd);
+  }
+};
+
 }  // namespace aclvmm::dev::emu::share

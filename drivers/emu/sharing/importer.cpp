@@ -70,22 +70,34 @@ int EmuSharing::exchange(uint64_t token, uint32_t kind, int device, Reply* rep, 
   int rc = transport_.connect(share_id, kImportTimeoutMs, &fd, &server);
   if (rc != 0) return rc;
   if (!served_by_exporter(fd, server, share_id)) {
-    // Anyone may bind a free name. Whoever did is not asked anything, so it learns nothing and
-    // cannot answer with memory of its own.
-    transport_.close(fd);
-    share::counters().impostors.fetch_add(1);
-    char line[200];
-    std::snprintf(line, sizeof line,
-                  "shareable handle 0x%llx: the process listening on its endpoint (pid %d, uid %u) "
-                  "is not its exporter; treated as unknown",
-                  static_cast<unsigned long long>(token), server.pid, server.uid);
-    listener_.log(Severity::kWarning, "DRV", line);
-    return -ESRCH;
+    char what[40];
+    std::snprintf(what, sizeof what, "shareable handle 0x%llx",
+                  static_cast<unsigned long long>(token));
+    return refuse_impostor(fd, server, what);
   }
-  Request req{share::wire::kMagic, kind, token, device, 0};
+  const Request req{share::wire::kMagic, kind, token, device, 0};
+  return ask(fd, &req, sizeof req, rep, sizeof *rep, mem_fd);
+}
+
+int EmuSharing::refuse_impostor(int fd, const share::PeerInfo& server, const char* what) {
+  // Anyone may bind a free name. Whoever did is not asked anything, so it learns nothing and
+  // cannot answer with memory of its own.
+  transport_.close(fd);
+  share::counters().impostors.fetch_add(1);
+  char line[200];
+  std::snprintf(line, sizeof line,
+                "%s: the process listening on its endpoint (pid %d, uid %u) is not its exporter; "
+                "treated as unknown",
+                what, server.pid, server.uid);
+  listener_.log(Severity::kWarning, "DRV", line);
+  return -ESRCH;
+}
+
+int EmuSharing::ask(int fd, const void* request, size_t request_size, void* reply,
+                    size_t reply_size, int* mem_fd) {
   int got = -1;
-  rc = transport_.send(fd, &req, sizeof req, -1);
-  if (rc == 0) rc = transport_.recv(fd, rep, sizeof *rep, &got, kImportTimeoutMs);
+  int rc = transport_.send(fd, request, request_size, -1);
+  if (rc == 0) rc = transport_.recv(fd, reply, reply_size, &got, kImportTimeoutMs);
   transport_.close(fd);
   if (mem_fd) {
     *mem_fd = got;
@@ -114,13 +126,7 @@ Result EmuSharing::fetch_remote(uint64_t token, DeviceIndex device, ImportedMemo
   int mem_fd = -1;
   int rc = exchange(token, share::wire::kImport, device, &rep, &mem_fd);
   // Closes the received descriptor on every path that does not hand it to adopt.
-  struct FdGuard {
-    share::GatedTransport& transport;
-    int* fd;
-    ~FdGuard() {
-      if (*fd >= 0) transport.close(*fd);
-    }
-  } fd_guard{transport_, &mem_fd};
+  const share::ReceivedFd received{transport_, &mem_fd};
   // Nobody (or not the exporter) serves the id, or the exporter vanished mid-handshake (it
   // exited or released the token): nothing to import.
   if (rc == -ECONNREFUSED || rc == -ENOENT || rc == -ESRCH || rc == 0 || rc == -ECONNRESET ||
@@ -133,33 +139,41 @@ Result EmuSharing::fetch_remote(uint64_t token, DeviceIndex device, ImportedMemo
                            ? "not a reply"
                            : share::wire::reply_defect(rep, device_count_);
   if (defect == nullptr && rep.code == 0 && mem_fd < 0) defect = "no memory attached";
-  if (defect != nullptr) {
-    share::counters().bad_replies.fetch_add(1);
-    char line[200];
-    std::snprintf(line, sizeof line,
-                  "the exporter of 0x%llx sent a malformed reply (%s); nothing was imported",
-                  static_cast<unsigned long long>(token), defect);
-    listener_.log(Severity::kWarning, "DRV", line);
-    return fail(EINVAL);
-  }
+  char what[40];
+  std::snprintf(what, sizeof what, "0x%llx", static_cast<unsigned long long>(token));
+  if (defect != nullptr) return refuse_reply(what, defect);
   if (rep.code == share::wire::kUnknownToken) return fail(EFAULT);
   if (rep.code != 0) return fail(EACCES);  // not on the whitelist (or listed before it started)
-  const int fd = mem_fd;
-  mem_fd = -1;  // adopt owns it from here
+  return take_memory(rep, &mem_fd, what, device, out);
+}
+
+Result EmuSharing::refuse_reply(const char* what, const char* defect) {
+  share::counters().bad_replies.fetch_add(1);
+  char line[240];
+  std::snprintf(line, sizeof line,
+                "the exporter of %s sent a malformed reply (%s); nothing was imported", what,
+                defect);
+  listener_.log(Severity::kWarning, "DRV", line);
+  return fail(EINVAL);
+}
+
+Result EmuSharing::take_memory(const Reply& rep, int* mem_fd, const char* what, DeviceIndex device,
+                               ImportedMemory* out) {
+  const int fd = *mem_fd;
+  *mem_fd = -1;  // adopt owns it from here
   std::shared_ptr<os::PhysicalMemory> bytes;
   if (Result r = gate_.check(steps::kEmuMemfdAdopt); !r.ok()) {
     transport_.close(fd);
     return r;
   }
-  rc = os::MemfdMemory::adopt(fd, rep.size, &bytes);
+  const int rc = os::MemfdMemory::adopt(fd, rep.size, &bytes);
   if (rc == -EMEDIUMTYPE || rc == -EACCES || rc == -EPERM || rc == -EINVAL) {
     // Not memory as an exporter of emu sends it (not a memfd, not open for reading and writing,
     // not sealed, not the announced size).
     share::counters().bad_replies.fetch_add(1);
     char line[200];
-    std::snprintf(line, sizeof line,
-                  "the memory the exporter of 0x%llx sent was refused (errno %d)",
-                  static_cast<unsigned long long>(token), -rc);
+    std::snprintf(line, sizeof line, "the memory the exporter of %s sent was refused (errno %d)",
+                  what, -rc);
     listener_.log(Severity::kWarning, "DRV", line);
     return fail(EINVAL);
   }

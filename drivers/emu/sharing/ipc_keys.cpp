@@ -118,31 +118,31 @@ int EmuSharing::exchange_key(const IpcKey& key, uint32_t kind, int device, KeyRe
   int rc = transport_.connect_key(key.text, kKeyTimeoutMs, &fd, &server);
   if (rc != 0) return rc;
   if (!served_by_key_exporter(fd, server, fields.tgid)) {
-    transport_.close(fd);
-    share::counters().impostors.fetch_add(1);
-    char line[200];
-    std::snprintf(line, sizeof line,
-                  "IPC key %.64s: the process listening on its endpoint (pid %d, uid %u) is not "
-                  "its exporter; treated as unknown",
-                  key.text, server.pid, server.uid);
-    listener_.log(Severity::kWarning, "DRV", line);
-    return -ESRCH;
+    char what[80];
+    std::snprintf(what, sizeof what, "IPC key %.64s", key.text);
+    return refuse_impostor(fd, server, what);
   }
   KeyRequest req{};
   req.magic = share::wire::kMagic;
   req.kind = kind;
   req.device = device;
   std::memcpy(req.key, key.text, kIpcKeyBytes);
-  int got = -1;
-  rc = transport_.send(fd, &req, sizeof req, -1);
-  if (rc == 0) rc = transport_.recv(fd, rep, sizeof *rep, &got, kKeyTimeoutMs);
-  transport_.close(fd);
-  if (mem_fd) {
-    *mem_fd = got;
-  } else if (got >= 0) {
-    transport_.close(got);
+  return ask(fd, &req, sizeof req, rep, sizeof *rep, mem_fd);
+}
+
+bool EmuSharing::foreign_key_locked(const IpcKey& key) {
+  if (tgid_ == 0) tgid_ = host::bare_tgid();
+  IpcKeyFields fields;
+  return parse_ipc_key(key.text, &fields) && fields.tgid != static_cast<uint32_t>(tgid_);
+}
+
+int EmuSharing::probe_key(const IpcKey& key) {
+  KeyReply rep{};
+  const int rc = exchange_key(key, share::wire::kKeyProbe, -1, &rep, nullptr);
+  if (rc != static_cast<int>(sizeof rep) || rep.base.magic != share::wire::kMagic) {
+    return share::wire::kUnknownToken;
   }
-  return rc;
+  return rep.base.code;
 }
 
 Result EmuSharing::ipc_set_pids(const IpcKey& key, const int32_t* pids, uint32_t count) {
@@ -188,21 +188,17 @@ Result EmuSharing::ipc_set_pids(const IpcKey& key, const int32_t* pids, uint32_t
       return Result::success();
     }
     if (closed_served_.count(key)) return fail(EFAULT);
-    if (tgid_ == 0) tgid_ = host::bare_tgid();
-    IpcKeyFields fields;
-    if (!parse_ipc_key(key.text, &fields) || fields.tgid == static_cast<uint32_t>(tgid_)) {
-      return fail(EINVAL);  // ours, but not live
-    }
+    if (!foreign_key_locked(key)) return fail(EINVAL);  // ours, but not live
   }
   // Another process's key: the vendor's answers before "not the exporter" come first.
-  KeyReply rep{};
-  const int rc = exchange_key(key, share::wire::kKeyProbe, -1, &rep, nullptr);
-  if (rc != static_cast<int>(sizeof rep) || rep.base.magic != share::wire::kMagic) {
-    return fail(EINVAL);
+  switch (probe_key(key)) {
+    case share::wire::kNoWhitelist:
+      return fail(EPERM);
+    case 0:
+      return fail(EACCES);
+    default:
+      return fail(EINVAL);
   }
-  if (rep.base.code == share::wire::kNoWhitelist) return fail(EPERM);
-  if (rep.base.code == 0) return fail(EACCES);
-  return fail(EINVAL);
 }
 
 Result EmuSharing::ipc_set_link(const IpcKey& key, uint32_t link) {
@@ -214,17 +210,10 @@ Result EmuSharing::ipc_set_link(const IpcKey& key, uint32_t link) {
       it->second.link = link;
       return Result::success();
     }
-    if (tgid_ == 0) tgid_ = host::bare_tgid();
-    IpcKeyFields fields;
-    if (!parse_ipc_key(key.text, &fields) || fields.tgid == static_cast<uint32_t>(tgid_)) {
-      return fail(EINVAL);
-    }
+    if (!foreign_key_locked(key)) return fail(EINVAL);
   }
-  KeyReply rep{};
-  const int rc = exchange_key(key, share::wire::kKeyProbe, -1, &rep, nullptr);
-  const bool live = rc == static_cast<int>(sizeof rep) && rep.base.magic == share::wire::kMagic &&
-                    (rep.base.code == 0 || rep.base.code == share::wire::kNoWhitelist);
-  return fail(live ? EPERM : EINVAL);
+  const int code = probe_key(key);
+  return fail(code == 0 || code == share::wire::kNoWhitelist ? EPERM : EINVAL);
 }
 
 Result EmuSharing::ipc_close_export(const IpcKey& key) {
@@ -248,17 +237,10 @@ Result EmuSharing::ipc_close_export(const IpcKey& key) {
       return Result::success();
     }
     if (closed_served_.count(key)) return fail(EFAULT);
-    if (tgid_ == 0) tgid_ = host::bare_tgid();
-    IpcKeyFields fields;
-    if (!parse_ipc_key(key.text, &fields) || fields.tgid == static_cast<uint32_t>(tgid_)) {
-      return fail(EINVAL);
-    }
+    if (!foreign_key_locked(key)) return fail(EINVAL);
   }
-  KeyReply rep{};
-  const int rc = exchange_key(key, share::wire::kKeyProbe, -1, &rep, nullptr);
-  const bool live = rc == static_cast<int>(sizeof rep) && rep.base.magic == share::wire::kMagic &&
-                    (rep.base.code == 0 || rep.base.code == share::wire::kNoWhitelist);
-  return fail(live ? EACCES : EINVAL);
+  const int code = probe_key(key);
+  return fail(code == 0 || code == share::wire::kNoWhitelist ? EACCES : EINVAL);
 }
 
 void EmuSharing::ipc_revoke(const IpcKey& key) {
@@ -293,65 +275,32 @@ Result EmuSharing::ipc_import(const IpcKey& key, DeviceIndex device, IpcImported
       out->offset = e.range.offset;
       out->size = e.range.size;
       out->page_size = e.range.page_size;
-      ++e.served;
+      // Not counted as served: the core closes its own imports before it can close the key, so
+      // an import of this process never holds a key its exporter closed.
       return Result::success();
     }
   }
   KeyReply rep{};
   int mem_fd = -1;
   int rc = exchange_key(key, share::wire::kKeyOpen, device, &rep, &mem_fd);
-  struct FdGuard {
-    share::GatedTransport& transport;
-    int* fd;
-    ~FdGuard() {
-      if (*fd >= 0) transport.close(*fd);
-    }
-  } fd_guard{transport_, &mem_fd};
+  const share::ReceivedFd received{transport_, &mem_fd};
   if (rc == -ETIMEDOUT) return fail(ETIMEDOUT);
   // Nobody (or not the exporter) serves the key, or the exporter went mid-handshake.
   if (rc < 0 || rc == 0) return fail(EINVAL);
   const char* defect = rc != static_cast<int>(sizeof rep) || rep.base.magic != share::wire::kMagic
                            ? "not a reply"
-                           : share::wire::reply_defect(rep.base, device_count_);
+                           : share::wire::reply_defect(rep.base, device_count_, 4096);
   if (defect == nullptr) defect = share::wire::key_reply_defect(rep);
   if (defect == nullptr && rep.base.code == 0 &&
       (mem_fd < 0 || rep.base.side != share::wire::kSideDevice)) {
     defect = "no device memory attached";
   }
-  if (defect != nullptr) {
-    share::counters().bad_replies.fetch_add(1);
-    char line[200];
-    std::snprintf(line, sizeof line,
-                  "the exporter of IPC key %.64s sent a malformed reply (%s); nothing was imported",
-                  key.text, defect);
-    listener_.log(Severity::kWarning, "DRV", line);
-    return fail(EINVAL);
-  }
+  char what[80];
+  std::snprintf(what, sizeof what, "IPC key %.64s", key.text);
+  if (defect != nullptr) return refuse_reply(what, defect);
   if (rep.base.code == share::wire::kRefused) return fail(EACCES);
   if (rep.base.code != 0) return fail(EINVAL);
-  const int fd = mem_fd;
-  mem_fd = -1;
-  if (Result r = gate_.check(steps::kEmuMemfdAdopt); !r.ok()) {
-    transport_.close(fd);
-    return r;
-  }
-  std::shared_ptr<os::PhysicalMemory> bytes;
-  rc = os::MemfdMemory::adopt(fd, rep.base.size, &bytes);
-  if (rc == -EMEDIUMTYPE || rc == -EACCES || rc == -EPERM || rc == -EINVAL) {
-    share::counters().bad_replies.fetch_add(1);
-    return fail(EINVAL);
-  }
-  if (rc != 0) return Result::from_raw(rc);
-  PhysicalProperties props;
-  props.location = Location::device(rep.base.device);
-  props.page_type = static_cast<PageType>(rep.base.page_type);
-  props.mem_type = static_cast<MemType>(rep.base.mem_type);
-  props.size = rep.base.size;
-  if (Result r = share::adopt_object(props, std::move(bytes), rep.base.device, device, physical_,
-                                     &out->memory);
-      !r.ok()) {
-    return r;
-  }
+  if (Result r = take_memory(rep.base, &mem_fd, what, device, &out->memory); !r.ok()) return r;
   out->offset = rep.offset;
   out->size = rep.range_size;
   out->page_size = rep.page_size;

@@ -102,14 +102,16 @@ inline Location location_of(uint32_t side, int32_t device) {
 }
 
 // Why a complete reply (right length and magic) cannot be used, or nullptr when every field is
-// one an exporter of this backend sends. `device_count` is this process's device count.
-inline const char* reply_defect(const Reply& r, int device_count) {
+// one an exporter of this backend sends. `device_count` is this process's device count; `unit`
+// what every size is a multiple of (physical allocations: 2 MiB; the aclrtMalloc blocks IPC keys
+// name: 4 KiB).
+inline const char* reply_defect(const Reply& r, int device_count, uint64_t unit = kGranule) {
   if (r.code != 0) {
     // Only the refusals an exporter makes; anything else is no answer this backend gives.
     if (r.code == kUnknownToken || r.code == kRefused) return nullptr;
     return "an unknown result code";
   }
-  if (r.size == 0 || r.size % kGranule != 0) return "a size that is no physical allocation's";
+  if (r.size == 0 || r.size % unit != 0) return "a size that is no physical allocation's";
   const int devices = device_count < kMaxDevices ? device_count : kMaxDevices;
   switch (r.side) {
     case kSideDevice:

@@ -7,8 +7,6 @@
 // buffers with published names instead of emu's files. SmiPublisher is
 // the process's one publisher and tries once per process, so each case runs in a forked child (a
 // "process" of its own; the fake's pid is the child's, as own_segment() compares it to getpid()).
-#include "runtime/smi_publisher.h"
-
 #include <gtest/gtest.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -19,7 +17,9 @@
 #include <utility>
 
 #include "api/hostile_util.h"
+#include "observability/live_counts.h"
 #include "observability/smi_layout.h"
+#include "runtime/smi_publisher.h"
 #include "unit/testing/fake_device.h"
 #include "unit/testing/forwarding_backend.h"
 
@@ -99,6 +99,14 @@ TEST(SmiPublisherFakeTest, OneSegmentPerProcessWithTheHeaderAndCountersTheMonito
     CHILD_CHECK(s->devices[0].total == 64 * dev::kMiB && s->devices[1].total == 64 * dev::kMiB);
     CHILD_CHECK(s->active.load() == 1u);
     CHILD_CHECK(&s->devices[1].used == mirrors[1].used);
+    // The live counts start at zero and from now on are published into this segment.
+    for (int i = 0; i < smi::kLiveCounts; ++i) CHILD_CHECK(s->live[i].load() == 0u);
+    publish_live_count(LiveCount::kHostRegistrations, 2);
+    publish_live_count(LiveCount::kBinaries, 1);
+    CHILD_CHECK(s->live[static_cast<int>(LiveCount::kHostRegistrations)].load() == 2u);
+    CHILD_CHECK(s->live[static_cast<int>(LiveCount::kBinaries)].load() == 1u);
+    publish_live_count(LiveCount::kHostRegistrations, 0);
+    publish_live_count(LiveCount::kBinaries, 0);
 
     // A pool with the mirror: its charges show in the segment, and only its device's counter.
     {
