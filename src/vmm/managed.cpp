@@ -1,7 +1,9 @@
 #include "vmm/managed.h"
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
+#include <cstring>
 #include <new>
 #include <stdexcept>
 #include <utility>
@@ -20,33 +22,39 @@ uint64_t round_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
 
 // Collects the "managed" group of the backend's statistics into aclvmmStatsJson's object.
 // The group "managed" of a backend's statistics, in the order it gives them; counters plus what
-// earlier backends of the process counted (`carried`: the statistics are process totals).
+// earlier backends of the process counted (`carried`: the statistics are process totals). Names
+// are the backend's string literals; nothing here allocates but the JSON text.
 class ManagedStatistics final : public dev::StatisticsVisitor {
  public:
-  explicit ManagedStatistics(const std::map<std::string, uint64_t>* carried = nullptr)
-      : carried_(carried) {}
+  using Count = ManagedCount;
+  static constexpr size_t kMaxCounters = kManagedCounters;
+
+  explicit ManagedStatistics(const Count* carried = nullptr, size_t carried_count = 0)
+      : carried_(carried), carried_count_(carried_count) {}
   void counter(const char* group, const char* name, uint64_t value) override {
-    if (std::string(group) != "managed") return;
-    if (carried_ != nullptr) {
-      auto it = carried_->find(name);
-      if (it != carried_->end()) value += it->second;
+    if (std::strcmp(group, "managed") != 0) return;
+    for (size_t i = 0; i < carried_count_; ++i) {
+      if (std::strcmp(carried_[i].name, name) == 0) value += carried_[i].value;
     }
-    counters_.emplace_back(name, value);
+    if (count_ < kMaxCounters) counters_[count_++] = Count{name, value};
     add(name, std::to_string(value));
   }
   void flag(const char* group, const char* name, bool value) override {
-    if (std::string(group) == "managed") add(name, value ? "true" : "false");
+    if (std::strcmp(group, "managed") == 0) add(name, value ? "true" : "false");
   }
   std::string json() const { return "{" + body_ + "}"; }
-  const std::vector<std::pair<std::string, uint64_t>>& counters() const { return counters_; }
+  const Count* counters() const { return counters_; }
+  size_t count() const { return count_; }
 
  private:
   void add(const char* name, const std::string& value) {
     if (!body_.empty()) body_ += ", ";
     body_ += fmt::format("\"{}\": {}", name, value);
   }
-  const std::map<std::string, uint64_t>* carried_;
-  std::vector<std::pair<std::string, uint64_t>> counters_;
+  const Count* carried_;
+  size_t carried_count_;
+  Count counters_[kMaxCounters];
+  size_t count_ = 0;
   std::string body_;
 };
 
@@ -266,13 +274,10 @@ std::vector<AddressRange> ManagedMemory::release_all() {
   reserved_total_ = 0;
   // The backend goes too: what it counted is kept, so the counters stay process totals.
   if (std::shared_ptr<dev::DeviceBackend> device = devices_.device()) {
-    ManagedStatistics stats(&carried_);
+    ManagedStatistics stats(carried_.data(), carried_count_);
     device->visit_statistics(stats);
-    try {
-      for (const auto& [name, value] : stats.counters()) carried_[name] = value;
-    } catch (const std::bad_alloc&) {
-      // The totals restart from this backend's next counts; nothing else depends on them.
-    }
+    std::copy(stats.counters(), stats.counters() + stats.count(), carried_.begin());
+    carried_count_ = stats.count();
   }
   return released;
 }
@@ -283,12 +288,14 @@ size_t ManagedMemory::live() const {
 }
 
 std::string ManagedMemory::stats_json() const {
-  std::map<std::string, uint64_t> carried;
+  std::array<ManagedStatistics::Count, ManagedStatistics::kMaxCounters> carried;
+  size_t carried_count = 0;
   {
     Lock lock(mu_);
     carried = carried_;
+    carried_count = carried_count_;
   }
-  ManagedStatistics stats(&carried);
+  ManagedStatistics stats(carried.data(), carried_count);
   std::shared_ptr<dev::DeviceBackend> device = devices_.device();
   if (device) {
     device->visit_statistics(stats);

@@ -11,6 +11,7 @@
 // aclvmmStatsJson, built from the backend's statistics.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -33,6 +34,13 @@ struct ManagedLocation {
   int type = 0;  // 0 invalid, 1 device, 2 host, 3 host NUMA
   int id = 0;    // physical device id (type 1) or NUMA node (type 3)
 };
+
+// One counter of the statistics' "managed" group (ManagedMemory::stats_json).
+struct ManagedCount {
+  const char* name = nullptr;
+  uint64_t value = 0;
+};
+inline constexpr size_t kManagedCounters = 16;
 
 class ManagedMemory {
  public:
@@ -88,8 +96,11 @@ class ManagedMemory {
   RankedMutex<LockRank::kManagedLifetime> change_mu_;
   mutable RangesMutex mu_;
   // Managed counters of the backends earlier runtime starts closed (under mu_): the statistics
-  // are process totals, and each start opens a new backend counting from 0.
-  std::map<std::string, uint64_t> carried_;
+  // are process totals, and each start opens a new backend counting from 0. Names are the
+  // backends' string literals: reading the statistics allocates nothing but the JSON text (a
+  // forked child reads them too).
+  std::array<ManagedCount, kManagedCounters> carried_{};
+  size_t carried_count_ = 0;
   std::map<uint64_t, Range> ranges_;
   uint64_t reserved_total_ = 0;
 };

@@ -139,6 +139,10 @@ Result EmuSharing::ensure_listener_locked() {
   wake_fd_ = wake;
   stop_ = false;
   thread_exited_ = false;
+  {
+    std::lock_guard started(started_mu_);
+    listener_started_ = false;
+  }
   try {
     thread_ = new std::thread([this] { serve(); });
   } catch (const std::system_error&) {
@@ -151,6 +155,12 @@ Result EmuSharing::ensure_listener_locked() {
     return fail(ENOMEM);
   }
   thread_pid_ = getpid();
+  // The call that made the listener returns once the thread has set itself up (serve() signals
+  // before it takes mu_): a thread still allocating its start-up state when the application forks
+  // right after an export leaves a child whose allocator may be locked for good (glibc's is
+  // fork-safe, ASan's is not).
+  std::unique_lock started(started_mu_);
+  started_cv_.wait(started, [this] { return listener_started_; });
   return Result::success();
 }
 

@@ -28,6 +28,7 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <map>
@@ -222,6 +223,10 @@ class EmuSharing final : public Sharing {
   bool stop_ = false;
   int wake_fd_ = -1;
   std::vector<PendingPeer> pending_;  // in the order accepted
+  // ensure_listener_locked waits until a new listener has set itself up (serve() signals).
+  std::mutex started_mu_;
+  std::condition_variable started_cv_;
+  bool listener_started_ = false;
 };
 
 }  // namespace aclvmm::dev::emu

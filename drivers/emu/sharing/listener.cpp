@@ -222,9 +222,17 @@ bool EmuSharing::accept_from(int listen_fd) {
 }
 
 void EmuSharing::serve() {
+  // Room for the usual sets from the start: the loop then allocates only when they grow.
+  constexpr size_t kInitialSet = 64;
   std::vector<int> fds;
-  std::unique_ptr<bool[]> ready;
-  size_t ready_size = 0;
+  fds.reserve(kInitialSet);
+  std::unique_ptr<bool[]> ready(new bool[kInitialSet]);
+  size_t ready_size = kInitialSet;
+  {
+    std::lock_guard started(started_mu_);
+    listener_started_ = true;
+  }
+  started_cv_.notify_all();
   Clock::time_point accept_paused_until{};
   Clock::time_point idle_until{};
   bool idle = false;

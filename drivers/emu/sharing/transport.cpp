@@ -383,12 +383,23 @@ int UnixShareTransport::recv(int fd, void* msg, size_t n, int* got_fd, int timeo
 int UnixShareTransport::poll(const int* fds, bool* ready, size_t count, int timeout_ms) {
   if (count == 0) return 0;
   if (fds == nullptr || ready == nullptr) return -EINVAL;
-  std::vector<pollfd> p(count);
+  // The listener polls on every wake-up: its usual sets live on the stack, and a larger one in a
+  // buffer of the calling thread that only grows. A thread that allocates at every turn of its
+  // loop makes a fork of the process unsafe under allocators that are not fork-safe (ASan's: a
+  // child forked while the thread held an allocator lock blocks at its first allocation).
+  constexpr size_t kOnStack = 64;
+  pollfd stack_set[kOnStack];
+  thread_local std::vector<pollfd> heap_set;
+  pollfd* p = stack_set;
+  if (count > kOnStack) {
+    if (heap_set.size() < count) heap_set.resize(count);
+    p = heap_set.data();
+  }
   for (size_t i = 0; i < count; ++i) {
     p[i] = pollfd{fds[i], POLLIN, 0};
     ready[i] = false;
   }
-  int r = ::poll(p.data(), static_cast<nfds_t>(count), timeout_ms);
+  int r = ::poll(p, static_cast<nfds_t>(count), timeout_ms);
   if (r < 0) return errno == EINTR ? 0 : -errno;
   for (size_t i = 0; i < count; ++i) {
     if (p[i].revents & POLLNVAL) return -EBADF;
