@@ -20,6 +20,7 @@
 #include <thread>
 #include <vector>
 
+#include "api/hold_then_write.h"
 #include "api/test_env.h"
 #include "api/test_util.h"
 #include "unit/testing/product_families.h"
@@ -30,31 +31,6 @@ namespace {
 
 constexpr aclError kAborted = ACL_ERROR_RT_STREAM_ABORT;          // 107023
 constexpr aclError kOtherContext = ACL_ERROR_RT_STREAM_CONTEXT;   // 107003
-
-// A kernel that holds its stream until `release`, then writes `n` bytes of `value` at `dst`.
-struct AbortHold {
-  std::atomic<bool> started{false};
-  std::atomic<bool> release{false};
-  std::atomic<bool> finished{false};
-  char* dst = nullptr;
-  char value = 0;
-  size_t n = 0;
-  std::atomic<aclError> write_rc{-1};
-};
-
-void abort_hold_kernel(aclvmmKernelContext* ctx, void* p) {
-  auto* h = static_cast<AbortHold*>(p);
-  h->started.store(true);
-  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-  while (!h->release.load() && std::chrono::steady_clock::now() < give_up) {
-    std::this_thread::sleep_for(std::chrono::microseconds(200));
-  }
-  if (h->dst != nullptr) {
-    const std::string buf(h->n, h->value);
-    h->write_rc.store(aclvmmKernelWrite(ctx, h->dst, buf.data(), h->n));
-  }
-  h->finished.store(true);
-}
 
 void abort_count_kernel(aclvmmKernelContext*, void* p) { static_cast<std::atomic<int>*>(p)->fetch_add(1); }
 
@@ -146,7 +122,7 @@ class AbortCaller {
 class StreamAbortTest : public AllocTest {
  protected:
   void TearDown() override {
-    for (AbortHold& h : holds_) h.release.store(true);
+    for (HoldThenWrite& h : holds_) h.release.store(true);
     if (hole_ != nullptr) {
       EXPECT_EQ(aclrtReleaseMemAddress(hole_), kOk);
     }
@@ -156,11 +132,11 @@ class StreamAbortTest : public AllocTest {
     if (hole_ == nullptr) hole_ = reserve(k2M);
     return static_cast<char*>(hole_);
   }
-  AbortHold& hold(size_t i) { return holds_[i]; }
+  HoldThenWrite& hold(size_t i) { return holds_[i]; }
 
  private:
   void* hole_ = nullptr;
-  AbortHold holds_[2];
+  HoldThenWrite holds_[2];
 };
 
 using StreamAbortThread = StreamAbortTest;
@@ -312,14 +288,14 @@ TEST_F(StreamAbortThread, QueuedWorkIsDroppedTheRunningKernelFinishesWaitersGet1
   size_t row = 0;
   for (const auto& r : rows) {
     SCOPED_TRACE(r.name);
-    AbortHold& k = hold(row++);
+    HoldThenWrite& k = hold(row++);
     ASSERT_EQ(aclrtMemset(d, 4 * kSlot, 0, 4 * kSlot), kOk);
     std::memset(host, 0x01, kSlot);
     k.dst = d;
     k.value = '\x21';
     k.n = kSlot;
     std::atomic<int> counter{0};
-    ASSERT_EQ(aclvmmLaunchKernel(r.stream, abort_hold_kernel, &k), kOk);
+    ASSERT_EQ(aclvmmLaunchKernel(r.stream, hold_then_write_kernel, &k), kOk);
     for (int i = 0; i < kQueued; ++i) {
       ASSERT_EQ(aclrtMemsetAsync(d + kSlot, kSlot, 0x22 + i, kSlot, r.stream), kOk);
       ASSERT_EQ(aclvmmLaunchKernel(r.stream, abort_count_kernel, &counter), kOk);
@@ -385,11 +361,11 @@ TEST_F(StreamAbortThread, OtherStreamsAreNotAffected) {
   ASSERT_EQ(aclrtMemset(d, 2 * kSlot, 0, 2 * kSlot), kOk);
   aclrtStream aborted = abort_new_stream();
   aclrtStream other = abort_new_stream();
-  AbortHold& k = hold(0);
-  AbortHold& k2 = hold(1);
-  ASSERT_EQ(aclvmmLaunchKernel(aborted, abort_hold_kernel, &k), kOk);
+  HoldThenWrite& k = hold(0);
+  HoldThenWrite& k2 = hold(1);
+  ASSERT_EQ(aclvmmLaunchKernel(aborted, hold_then_write_kernel, &k), kOk);
   ASSERT_EQ(aclrtMemsetAsync(d, kSlot, 0x61, kSlot, aborted), kOk);
-  ASSERT_EQ(aclvmmLaunchKernel(other, abort_hold_kernel, &k2), kOk);
+  ASSERT_EQ(aclvmmLaunchKernel(other, hold_then_write_kernel, &k2), kOk);
   ASSERT_EQ(aclrtMemsetAsync(d + kSlot, kSlot, 0x62, kSlot, other), kOk);
   ASSERT_TRUE(abort_poll([&] { return k.started.load() && k2.started.load(); }));
   {

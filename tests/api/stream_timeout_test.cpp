@@ -15,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "api/hold_then_write.h"
 #include "api/test_util.h"
 
 using namespace aclvmm_test;
@@ -23,39 +24,13 @@ namespace {
 
 constexpr aclError kTimeoutExpired = ACL_ERROR_RT_STREAM_SYNC_TIMEOUT;  // 507046
 
-// A kernel that holds its stream until the test sets `release`, then writes `n` bytes of `value`
-// at `dst` (if any) and sets `finished`.
-struct TimeoutHold {
-  std::atomic<bool> started{false};
-  std::atomic<bool> release{false};
-  std::atomic<bool> finished{false};
-  char* dst = nullptr;
-  char value = 0;
-  size_t n = 0;
-  std::atomic<aclError> write_rc{-1};
-};
-
-void timeout_hold_kernel(aclvmmKernelContext* ctx, void* p) {
-  auto* h = static_cast<TimeoutHold*>(p);
-  h->started.store(true);
-  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-  while (!h->release.load() && std::chrono::steady_clock::now() < give_up) {
-    std::this_thread::sleep_for(std::chrono::microseconds(200));
-  }
-  if (h->dst != nullptr) {
-    const std::string buf(h->n, h->value);
-    h->write_rc.store(aclvmmKernelWrite(ctx, h->dst, buf.data(), h->n));
-  }
-  h->finished.store(true);
-}
-
 // A kernel that writes 64 bytes into `*p` (a device address), which fails when it is unmapped.
 void timeout_write_kernel(aclvmmKernelContext* ctx, void* p) {
   const char buf[64] = {7};
   (void)aclvmmKernelWrite(ctx, p, buf, sizeof buf);
 }
 
-bool timeout_wait_started(const TimeoutHold& h) {
+bool timeout_wait_started(const HoldThenWrite& h) {
   const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(5);
   while (!h.started.load()) {
     if (std::chrono::steady_clock::now() > give_up) return false;
@@ -81,7 +56,7 @@ int64_t timeout_ms_since(std::chrono::steady_clock::time_point t0) {
 class StreamTimeoutTest : public AllocTest {
  protected:
   void TearDown() override {
-    for (TimeoutHold& h : holds_) h.release.store(true);
+    for (HoldThenWrite& h : holds_) h.release.store(true);
     for (aclrtStream s : streams_) EXPECT_EQ(aclrtDestroyStream(s), kOk);
     if (hole_ != nullptr) {
       EXPECT_EQ(aclrtReleaseMemAddress(hole_), kOk);
@@ -99,12 +74,12 @@ class StreamTimeoutTest : public AllocTest {
     if (hole_ == nullptr) hole_ = reserve(k2M);
     return static_cast<char*>(hole_);
   }
-  TimeoutHold& hold(size_t i) { return holds_[i]; }
+  HoldThenWrite& hold(size_t i) { return holds_[i]; }
 
  private:
   std::vector<aclrtStream> streams_;
   void* hole_ = nullptr;
-  TimeoutHold holds_[3];
+  HoldThenWrite holds_[3];
 };
 
 using StreamTimeoutThread = StreamTimeoutTest;
@@ -181,11 +156,11 @@ TEST_F(StreamTimeoutThread, DeviceTimeoutExpiresAndWorkGoesOn) {
   for (const auto& r : rows) {
     SCOPED_TRACE(r.name);
     ASSERT_EQ(aclrtMemset(d, 2 * 4096, 0, 2 * 4096), kOk);
-    TimeoutHold& h = hold(i++);
+    HoldThenWrite& h = hold(i++);
     h.dst = d;
     h.value = '\x6b';
     h.n = 4096;
-    ASSERT_EQ(aclvmmLaunchKernel(r.stream, timeout_hold_kernel, &h), kOk);
+    ASSERT_EQ(aclvmmLaunchKernel(r.stream, hold_then_write_kernel, &h), kOk);
     ASSERT_EQ(aclrtMemsetAsync(d + 4096, 4096, 0x6c, 4096, r.stream), kOk);
     ASSERT_TRUE(timeout_wait_started(h));
     const auto t0 = std::chrono::steady_clock::now();
@@ -210,8 +185,8 @@ TEST_F(StreamTimeoutThread, DeviceWaitsOnlyForTheCurrentDevice) {
   ASSERT_EQ(aclrtSetDevice(1), kOk);
   aclrtStream other = nullptr;
   ASSERT_EQ(aclrtCreateStream(&other), kOk);
-  TimeoutHold& h = hold(0);
-  ASSERT_EQ(aclvmmLaunchKernel(other, timeout_hold_kernel, &h), kOk);
+  HoldThenWrite& h = hold(0);
+  ASSERT_EQ(aclvmmLaunchKernel(other, hold_then_write_kernel, &h), kOk);
   ASSERT_TRUE(timeout_wait_started(h));
   EXPECT_EQ(aclrtSynchronizeDeviceWithTimeout(30), kTimeoutExpired);  // device 1: held
   ASSERT_EQ(aclrtSetDevice(0), kOk);
@@ -258,9 +233,9 @@ TEST_F(StreamTimeoutThread, DeviceTimeoutKeepsAFailureForALaterCall) {
   char* d = dev(4096);
   aclrtStream failing = make_stream();
   aclrtStream held = make_stream();
-  TimeoutHold& h = hold(0);
+  HoldThenWrite& h = hold(0);
   ASSERT_EQ(aclrtMemcpyAsync(hole(), 64, d, 64, ACL_MEMCPY_DEVICE_TO_DEVICE, failing), kOk);
-  ASSERT_EQ(aclvmmLaunchKernel(held, timeout_hold_kernel, &h), kOk);
+  ASSERT_EQ(aclvmmLaunchKernel(held, hold_then_write_kernel, &h), kOk);
   ASSERT_TRUE(timeout_wait_started(h));
   EXPECT_EQ(aclrtSynchronizeDeviceWithTimeout(30), kTimeoutExpired);
   h.release.store(true);
@@ -335,12 +310,12 @@ TEST_F(StreamTimeoutThread, StreamTimeoutExpiresAndTheFailureStays) {
   size_t i = 0;
   for (const auto& r : rows) {
     SCOPED_TRACE(r.name);
-    TimeoutHold& h = hold(i++);
+    HoldThenWrite& h = hold(i++);
     h.dst = d;
     h.value = static_cast<char>('\x50' + i);
     h.n = 64;
     ASSERT_EQ(aclrtMemcpyAsync(hole(), 64, d, 64, ACL_MEMCPY_DEVICE_TO_DEVICE, r.stream), kOk);
-    ASSERT_EQ(aclvmmLaunchKernel(r.stream, timeout_hold_kernel, &h), kOk);
+    ASSERT_EQ(aclvmmLaunchKernel(r.stream, hold_then_write_kernel, &h), kOk);
     ASSERT_EQ(aclrtMemsetAsync(d + 64, 4096 - 64, 0x5f, 64, r.stream), kOk);
     ASSERT_TRUE(timeout_wait_started(h));
     const auto t0 = std::chrono::steady_clock::now();

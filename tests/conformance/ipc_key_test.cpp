@@ -5,7 +5,7 @@
 #include <cstring>
 #include <vector>
 
-#include "conformance/harness.h"
+#include "conformance/sharing_case.h"
 
 namespace aclvmm::conformance {
 namespace {
@@ -21,30 +21,16 @@ constexpr uint64_t kObjectSize = 4 * kMiB;
 constexpr uint64_t kRangeOffset = 2 * kMiB;  // the key names the second granule
 constexpr uint64_t kRangeSize = 2 * kMiB;
 
-class IpcKeyConformance : public BackendTest {
+class IpcKeyConformance : public SharingCase {
  protected:
   void SetUp() override {
-    BackendTest::SetUp();
+    SharingCase::SetUp();
     if (HasFatalFailure()) return;
     if (!be().capabilities().ipc_keys) GTEST_SKIP() << "capability ipc_keys is false";
   }
-  void TearDown() override {
-    for (PhysicalId id : held_) EXPECT_TRUE(be().physical().release(id).ok());
-    BackendTest::TearDown();
-  }
-
   // Device memory of `device`, every byte `value`, released at the end of the case.
   PhysicalId make(dev::DeviceIndex device, uint8_t value) {
-    PhysicalId id;
-    EXPECT_TRUE(be().physical()
-                    .create(dev::PhysicalSpec{Location::device(device), dev::PageType::kHuge,
-                                              dev::MemType::kHbm, kObjectSize},
-                            &id)
-                    .ok());
-    std::vector<uint8_t> bytes(kObjectSize, value);
-    EXPECT_TRUE(harness().write_physical(id, 0, bytes.data(), bytes.size()).ok());
-    held_.push_back(id);
-    return id;
+    return make_filled(device, kObjectSize, value);
   }
   static IpcRange range_of(PhysicalId id) {
     IpcRange r;
@@ -59,20 +45,7 @@ class IpcKeyConformance : public BackendTest {
     EXPECT_TRUE(be().sharing().ipc_export(range_of(id), validate, &key).ok());
     return key;
   }
-  std::unique_ptr<PeerProcess> peer() {
-    auto p = harness().start_peer(setup(), be());
-    EXPECT_NE(p, nullptr) << "the harness could not start a second process";
-    return p;
-  }
-
-  std::vector<PhysicalId> held_;
 };
-
-uint8_t key_byte_at(PeerProcess& p, uint64_t offset) {
-  uint8_t b = 0;
-  EXPECT_TRUE(p.read(offset, &b, 1).ok());
-  return b;
-}
 
 // C51: the key is the vendor v2 driver's text (exporter's bare tgid, a counter from 1 that rises
 // by one per export, the device's physical id, VF 00, '0' padding); every export is a new key;
@@ -124,7 +97,7 @@ TEST_P(IpcKeyConformance, C52_WhitelistAdmitsAndBytesAreShared) {
   ASSERT_TRUE(be().sharing().ipc_set_pids(key, &pid, 1).ok());
   ASSERT_TRUE(p->import_key(key, 0, &offset).ok());
   EXPECT_EQ(offset, kRangeOffset);
-  EXPECT_EQ(key_byte_at(*p, offset), 0x52);
+  EXPECT_EQ(peer_byte(*p, offset), 0x52);
   ASSERT_TRUE(p->fill(offset + 8, 8, 0xa5).ok());
   uint8_t seen[8];
   ASSERT_TRUE(harness().read_physical(id, kRangeOffset + 8, seen, sizeof seen).ok());
@@ -170,7 +143,7 @@ TEST_P(IpcKeyConformance, C54_NoWhitelistAdmitsAnyone) {
   ASSERT_NE(p, nullptr);
   uint64_t offset = 0;
   ASSERT_TRUE(p->import_key(key, 0, &offset).ok());
-  EXPECT_EQ(key_byte_at(*p, offset + kRangeSize - 1), 0x54);
+  EXPECT_EQ(peer_byte(*p, offset + kRangeSize - 1), 0x54);
   dev::IpcImported own;
   ASSERT_TRUE(be().sharing().ipc_import(key, 0, &own).ok());
   held_.push_back(own.memory.memory);

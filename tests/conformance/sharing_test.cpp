@@ -4,7 +4,7 @@
 #include <cstring>
 #include <vector>
 
-#include "conformance/harness.h"
+#include "conformance/sharing_case.h"
 
 namespace aclvmm::conformance {
 namespace {
@@ -17,59 +17,23 @@ using dev::ShareToken;
 
 constexpr uint64_t kShareSize = 2 * kMiB;
 
-class SharingConformance : public BackendTest {
+class SharingConformance : public SharingCase {
  protected:
   void SetUp() override {
-    BackendTest::SetUp();
+    SharingCase::SetUp();
     if (HasFatalFailure()) return;
     if (!be().capabilities().sharing) GTEST_SKIP() << "capability sharing is false";
   }
-  void TearDown() override {
-    for (PhysicalId id : held_) EXPECT_TRUE(be().physical().release(id).ok());
-    BackendTest::TearDown();
-  }
-
   // Device memory of `device` whose bytes are all `value`, released at the end of the case.
   PhysicalId make(dev::DeviceIndex device, uint8_t value) {
-    PhysicalId id;
-    EXPECT_TRUE(be().physical()
-                    .create(dev::PhysicalSpec{Location::device(device), dev::PageType::kHuge,
-                                              dev::MemType::kHbm, kShareSize},
-                            &id)
-                    .ok());
-    std::vector<uint8_t> bytes(kShareSize, value);
-    EXPECT_TRUE(harness().write_physical(id, 0, bytes.data(), bytes.size()).ok());
-    held_.push_back(id);
-    return id;
+    return make_filled(device, kShareSize, value);
   }
   ShareToken exported(PhysicalId id) {
     ShareToken token;
     EXPECT_TRUE(be().sharing().export_memory(id, &token).ok());
     return token;
   }
-  std::unique_ptr<PeerProcess> peer() {
-    auto p = harness().start_peer(setup(), be());
-    EXPECT_NE(p, nullptr) << "the harness could not start a second process";
-    return p;
-  }
-  // Forgets an id released by the case itself.
-  void released(PhysicalId id) {
-    for (auto it = held_.begin(); it != held_.end(); ++it) {
-      if (*it == id) {
-        held_.erase(it);
-        return;
-      }
-    }
-  }
-
-  std::vector<PhysicalId> held_;
 };
-
-uint8_t byte_at(PeerProcess& p, uint64_t offset) {
-  uint8_t b = 0;
-  EXPECT_TRUE(p.read(offset, &b, 1).ok());
-  return b;
-}
 
 // C28: a new token: non-zero, bits 40-63 zero, the device field the exporter's; a second export
 // and an export of an import are kInvalidArgument.
@@ -103,8 +67,8 @@ TEST_P(SharingConformance, C29_WhitelistAdmitsAndBytesAreShared) {
   const int32_t pid = p->pid();
   ASSERT_TRUE(be().sharing().set_pids(token, &pid, 1).ok());
   ASSERT_TRUE(p->import(token, 0).ok());
-  EXPECT_EQ(byte_at(*p, 0), 0x29);
-  EXPECT_EQ(byte_at(*p, kShareSize - 1), 0x29);
+  EXPECT_EQ(peer_byte(*p, 0), 0x29);
+  EXPECT_EQ(peer_byte(*p, kShareSize - 1), 0x29);
   ASSERT_TRUE(p->fill(4096, 16, 0x5a).ok());
   uint8_t seen[16];
   ASSERT_TRUE(harness().read_physical(id, 4096, seen, sizeof seen).ok());
@@ -141,7 +105,7 @@ TEST_P(SharingConformance, C31_DisabledValidationAdmitsAnyone) {
   auto p = peer();
   ASSERT_NE(p, nullptr);
   ASSERT_TRUE(p->import(token, 1).ok());
-  EXPECT_EQ(byte_at(*p, 77), 0x31);
+  EXPECT_EQ(peer_byte(*p, 77), 0x31);
   const int32_t pid = p->pid();
   EXPECT_EQ(be().sharing().set_pids(token, &pid, 1).condition(), Condition::kNotPermitted);
   // And the other order: after set_pids, validation cannot be disabled.
@@ -185,7 +149,7 @@ TEST_P(SharingConformance, C33_ReleaseEndsTheExportNotTheImports) {
   released(id);
   EXPECT_EQ(second->import(token, 0).condition(), Condition::kBadAddress);
   EXPECT_EQ(be().sharing().set_pids(token, pids, 1).condition(), Condition::kBadAddress);
-  EXPECT_EQ(byte_at(*first, 1234), 0x33) << "an import lost its bytes with the export";
+  EXPECT_EQ(peer_byte(*first, 1234), 0x33) << "an import lost its bytes with the export";
 }
 
 // C34: its own export onto the same device is refused; onto another device it is the same bytes.
