@@ -69,11 +69,4 @@ inline bool parse_ipc_key(const char* text, IpcKeyFields* out) {
   return true;
 }
 
-inline bool make_ipc_key(const char* text, IpcKey* out) {
-  IpcKeyFields f;
-  if (!parse_ipc_key(text, &f)) return false;
-  std::memcpy(out->text, text, kIpcKeyBytes);
-  return true;
-}
-
 }  // namespace aclvmm::dev

@@ -102,9 +102,8 @@ class EmuSharing final : public Sharing {
   // Group "ipc" of DeviceBackend::visit_statistics.
   static void visit_statistics(StatisticsVisitor& visitor);
 
-  // Test hooks: live exports and keys of this backend.
+  // Test hook: live exports of this backend.
   size_t live_exports() const;
-  size_t live_keys() const;
 
  private:
   struct Export {

@@ -368,9 +368,4 @@ void EmuSharing::answer_key(int conn, const share::PeerInfo& peer, const KeyRequ
   (void)transport_.send(conn, &rep, sizeof rep, bytes ? bytes->fd() : -1);
 }
 
-size_t EmuSharing::live_keys() const {
-  std::lock_guard lock(mu_);
-  return keys_.size();
-}
-
 }  // namespace aclvmm::dev::emu
