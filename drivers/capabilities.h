@@ -38,6 +38,10 @@ struct Capabilities {
 
   // ---- copy engine (copy_engine.h)
   bool host_tasks = false;        // CommandKind::kHostTask (emulated kernels, host callbacks)
+  // Copies and fills check the executing device's rights and the ranges' mappings themselves
+  // when they run (D4: emu, fake). Without it (hal: drvMemcpy takes no executing device) the
+  // core checks both against its own records before it hands the copy over.
+  bool copies_check_access = false;
 
   // ---- physical memory (physical_allocator.h)
   bool host_numa = false;  // Location::Kind::kHostNuma (FEATURE_SVM_VMM_NORMAL_GRANULARITY)
@@ -58,6 +62,9 @@ struct Capabilities {
   // been made by someone else in the process (hal with the vendor runtime loaded, hal.md §6.2
   // rule 5). The core then answers queries through DeviceMmu::query instead of its index.
   bool authoritative_queries = false;
+  // The driver reports the machine: the device count and SoC come from DeviceManager, and
+  // ACLVMM_DEVICE_COUNT / ACLVMM_SOC do not apply (hal.md §1.5). Software backends are told.
+  bool driver_reports_machine = false;
 };
 
 }  // namespace aclvmm::dev

@@ -1,6 +1,7 @@
 // open_device_backend(): the device backends this library is built with, each behind the
 // failure-injection decorator (drivers/injection/), so every "dev.*" rule reaches whichever
-// backend the core opens. Today: "emu". The fake is a test library of its own
+// backend the core opens: "emu" (the software NPU) and "hal" (the vendor's driver library, or the
+// fake one built on the emulator, hal.md). The fake is a test library of its own
 // (drivers/fake/fake_backend.h: open_fake_backend), never linked into libascendcl.so.
 #include <cerrno>
 #include <memory>
@@ -10,6 +11,7 @@
 #include "drivers/device_backend.h"
 #include "drivers/emu/device/emu_device_backend.h"
 #include "drivers/emu/device/windows.h"
+#include "drivers/hal/hal_backend.h"
 #include "drivers/injection/injecting_backend.h"
 
 namespace aclvmm::dev {
@@ -25,6 +27,8 @@ Result open_device_backend(const std::string& name, const BackendOptions& option
     std::unique_ptr<DeviceBackend> bare;
     if (name == "emu") {
       if (Result r = emu::EmuDeviceBackend::open(options, *listener, &bare); !r.ok()) return r;
+    } else if (name == "hal") {
+      if (Result r = hal::HalBackend::open(options, *listener, &bare); !r.ok()) return r;
     } else {
       return Result::from_errno(ENOENT);
     }

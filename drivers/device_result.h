@@ -26,14 +26,14 @@ namespace aclvmm::dev {
 // What a failure means, for the core's branches. Both domains map onto it (table in condition()).
 enum class Condition : uint8_t {
   kOk,
-  kInvalidArgument,  // EINVAL; INVALID_VALUE(3), PARA_ERROR(8)
+  kInvalidArgument,  // EINVAL; INVALID_VALUE(3), PARA_ERROR(8), UNINIT(9)
   kBadAddress,       // EFAULT; BAD_ADDRESS(79), INVALID_HANDLE(4): an address, token or handle
                      // that names nothing (the kernel reports unknown share tokens this way)
   kOutOfMemory,      // ENOMEM; OUT_OF_MEMORY(6)
   kNoResources,      // ENOSPC, EMFILE, ENFILE, EAGAIN (no thread); NO_RESOURCES(14), MALLOC_FAIL(40)
   kNotSupported,     // EOPNOTSUPP; NOT_SUPPORT(0xfffe)
   kNotPermitted,     // EPERM, EACCES; OPER_NOT_PERMITTED(46)
-  kBusy,             // EBUSY, EEXIST, EADDRINUSE; BUSY(13)
+  kBusy,             // EBUSY, EEXIST, EADDRINUSE; BUSY(13), REPEATED_INIT(10)
   kNotFound,         // ENOENT, ESRCH, ECONNREFUSED; NOT_EXIST(11)
   kTimedOut,         // ETIMEDOUT; WAIT_TIMEOUT(16)
   kCancelled,        // ECANCELED: a queued command dropped by destroy_queue
@@ -108,7 +108,8 @@ constexpr Condition driver_condition(uint32_t d) {
     case 14: case 40: return Condition::kNoResources;
     case 0xfffe: return Condition::kNotSupported;
     case 46: return Condition::kNotPermitted;
-    case 13: return Condition::kBusy;
+    case 13: case 10: return Condition::kBusy;  // BUSY, REPEATED_INIT (a second open)
+    case 9: return Condition::kInvalidArgument;  // UNINIT: closing what is not open
     case 11: return Condition::kNotFound;
     case 16: return Condition::kTimedOut;
     case 1: case 33: case 43: return Condition::kDeviceLost;

@@ -109,6 +109,9 @@ inline constexpr const char kEmuCpuFaultAllowWrites[] = "emu.cpu_fault.allow_wri
 inline constexpr const char kEmuCpuFaultNext[] = "emu.cpu_fault.next";
 inline constexpr const char kEmuQueueThread[] = "emu.queue.thread";  // a queue's worker thread
 
+// ---- the hal backend (drivers/hal/): its only own system resource is a queue's host thread
+inline constexpr const char kHalQueueThread[] = "hal.queue.thread";
+
 // ---- host services (drivers/host/, every backend that uses them)
 inline constexpr const char kHostShmSegment[] = "host.shm.segment";
 inline constexpr const char kHostTableMap[] = "host.table.map";

@@ -6,7 +6,7 @@
 #   test         ctest over <repo>/build
 #   asan-build   configure + build <repo>/build-asan (address,undefined at -Og -g1, lock-rank
 #                checking on; no benches/examples)
-#   asan         ctest -L 'unit|api|integration|abi|conformance' over build-asan
+#   asan         ctest -L 'unit|api|integration|abi|conformance|hal' over build-asan
 #   tsan-build   configure + build <repo>/build-tsan (thread at -Og -g1, lock-rank checking on;
 #                the unit and API test binaries only, where the concurrency tests are)
 #   tsan         ctest -R 'Concurrency|Thread' over build-tsan
@@ -170,7 +170,7 @@ else
         # Leak detection is off: the runtime is a process-lifetime singleton.
         run_ctest asan "$ASAN_BUILD" \
             env ASAN_OPTIONS=detect_leaks=0:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-            -- -L 'unit|api|integration|abi|conformance'
+            -- -L 'unit|api|integration|abi|conformance|hal'
     else
         record asan SKIP "build failed"
     fi

@@ -24,6 +24,7 @@ Capabilities capabilities_of(const FakeConfig& config) {
   c.managed_memory = true;
   c.managed_residency = config.managed_residency;
   c.managed_write_tracking = config.managed_residency && config.managed_write_tracking;
+  c.copies_check_access = true;
   return c;
 }
 

@@ -218,7 +218,7 @@ aclError aclrtDeviceGetUuid(int32_t deviceId, aclrtUuid* uuid) {
 aclError aclrtDeviceGetBareTgid(int32_t* pid) {
   ACLVMM_API_GUARD("aclrtDeviceGetBareTgid");
   ACLVMM_REQUIRE_NOT_NULL(api, pid);
-  *pid = bare_tgid();
+  if (!Runtime::get().driver_bare_tgid(pid)) *pid = bare_tgid();
   return ACL_SUCCESS;
   ACLVMM_API_EXIT();
 }

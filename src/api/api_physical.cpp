@@ -117,7 +117,22 @@ aclError aclrtMemGetAllocationGranularity(aclrtPhysicalMemProp* prop, aclrtMemGr
   if (type == ACL_MEM_LOCATION_TYPE_HOST && prop->location.id >= 64) {
     return api::fail(api, ACL_ERROR_RT_PARAM_INVALID, "host location id is out of range");
   }
-  *granularity = pm.page == kHuge1GPage ? kGiB1 : kMiB2;
+  // Where the driver decides (hal), it is asked with the prop as the runtime builds it (hal.md
+  // §3.6: DEVICE a driver id, HOST_NUMA and the UNREGISTERED type 2 the driver's side 2).
+  vmm::PhysicalSpec spec;
+  spec.page_type = pm.page;
+  spec.mem_type = pm.mem;
+  spec.side = type == ACL_MEM_LOCATION_TYPE_DEVICE ? Side::kDevice
+              : type == ACL_MEM_LOCATION_TYPE_HOST ? Side::kHost
+                                                   : Side::kHostNuma;
+  spec.device = static_cast<int>(prop->location.id);
+  if (type == ACL_MEM_LOCATION_TYPE_DEVICE) spec.device = *rt.physical_device(spec.device);
+  *granularity = 0;
+  if (Status asked = rt.vmm().driver_granularity(spec, api::raw(option), granularity);
+      !asked.ok()) {
+    return api::finish(api, asked);
+  }
+  if (*granularity == 0) *granularity = pm.page == kHuge1GPage ? kGiB1 : kMiB2;
   return ACL_SUCCESS;
   ACLVMM_API_EXIT();
 }

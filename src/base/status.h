@@ -63,6 +63,8 @@ class [[nodiscard]] StatusOr {
 // Translation of a negative errno from the driver layer, as the vendor driver does it
 // (behavior.md section 0: kernel errno -> HAL code -> ACL code).
 int code_from_errno(int neg_errno);
+// A drvError_t of the vendor's driver library as the vendor runtime maps it (hal.md §3.0).
+int code_from_driver(uint32_t driver_error);
 
 }  // namespace aclvmm
 

@@ -113,6 +113,19 @@ StatusOr<std::vector<std::string>> parse_kernel_libs(const std::string& text) {
   }
 }
 
+// ASCEND_RT_VISIBLE_DEVICES against the device count known now.
+static void resolve_visible_devices(Config& c) {
+  c.visible.clear();
+  c.visible_error.clear();
+  const char* vis = std::getenv("ASCEND_RT_VISIBLE_DEVICES");
+  c.visible_set = vis != nullptr;
+  if (vis) {
+    c.visible = parse_visible_devices(vis, c.device_count, &c.visible_error);
+  } else {
+    for (int i = 0; i < c.device_count; ++i) c.visible.push_back(i);
+  }
+}
+
 StatusOr<Config> load_config() {
   Config c;
   std::string soc = env("ACLVMM_SOC");
@@ -125,6 +138,7 @@ StatusOr<Config> load_config() {
   }
   c.device_memory = c.product.memory_bytes;
   if (std::string v = env("ACLVMM_DEVICE_MEMORY"); !v.empty()) {
+    c.device_memory_set = true;
     if (!parse_size(v, &c.device_memory) || c.device_memory < (2ull << 20)) {
       return bad("ACLVMM_DEVICE_MEMORY", v, "a byte count of at least 2M, with optional suffix K, M, G or T");
     }
@@ -154,17 +168,28 @@ StatusOr<Config> load_config() {
     ACLVMM_ASSIGN_OR_RETURN(c.kernel_libs, parse_kernel_libs(v));
   }
   if (std::string v = env("ACLVMM_DRIVER"); !v.empty()) {
-    if (v != "emu") return bad("ACLVMM_DRIVER", v, "emu");
+    if (v != "emu" && v != "hal") return bad("ACLVMM_DRIVER", v, "emu, hal");
     c.driver = v;
   }
-  const char* vis = std::getenv("ASCEND_RT_VISIBLE_DEVICES");
-  if (vis) {
-    c.visible_set = true;
-    c.visible = parse_visible_devices(vis, c.device_count, &c.visible_error);
-  } else {
-    for (int i = 0; i < c.device_count; ++i) c.visible.push_back(i);
-  }
+  c.hal_library = env("ACLVMM_HAL_LIBRARY");
+  c.hal_hide = env("ACLVMM_HAL_HIDE");
+  resolve_visible_devices(c);
   return c;
+}
+
+Status adopt_driver_machine(Config& config, int device_count, const std::string& soc) {
+  if (!soc.empty() && soc != config.product.soc) {
+    auto product = find_product(soc);
+    if (!product.ok()) {
+      return Error(kAclInternalError, "the driver reports SoC " + soc +
+                                          ", which aclvmm's product table does not know");
+    }
+    config.product = *product;
+    if (!config.device_memory_set) config.device_memory = config.product.memory_bytes;
+  }
+  config.device_count = device_count;
+  resolve_visible_devices(config);
+  return Status::Ok();
 }
 
 }  // namespace aclvmm

@@ -25,6 +25,7 @@ struct Config {
   Product product;
   int device_count = 8;           // physical emulated devices
   uint64_t device_memory = 0;     // bytes per device
+  bool device_memory_set = false; // ACLVMM_DEVICE_MEMORY was given
   bool host_access_open = false;  // ACLVMM_HOST_ACCESS=open
   bool quirks_vendor = false;     // ACLVMM_QUIRKS=vendor
   Interconnect interconnect = Interconnect::kHccs;
@@ -34,6 +35,10 @@ struct Config {
   std::string stats_file;
   std::string trace_file;  // ACLVMM_TRACE_FILE: managed-memory events as Chrome trace JSON
   std::string driver = "emu";
+  // ACLVMM_HAL_LIBRARY, ACLVMM_HAL_HIDE: the driver library the hal backend loads and the
+  // functions it treats as missing (hal.md §1.5).
+  std::string hal_library;
+  std::string hal_hide;
   // ACLVMM_KERNEL_LIBS: shared libraries whose constructors register emulated kernels, loaded at
   // the start (runtime-extra.md §9.8).
   std::vector<std::string> kernel_libs;
@@ -46,6 +51,12 @@ struct Config {
 
 // Reads every variable; a malformed value is an error naming the variable and what it accepts.
 StatusOr<Config> load_config();
+
+// With a driver that reports the machine (hal): the device count and SoC the driver reports
+// replace ACLVMM_DEVICE_COUNT / ACLVMM_SOC, which do not apply then (hal.md §1.5). The device
+// memory stays the product's unless ACLVMM_DEVICE_MEMORY was given. An SoC the product table
+// does not know is an error naming it.
+Status adopt_driver_machine(Config& config, int device_count, const std::string& soc);
 
 // Parsers, exposed for their unit tests.
 bool parse_size(const std::string& text, uint64_t* out);  // "64G", "1024", "512M"

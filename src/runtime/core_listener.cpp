@@ -111,6 +111,8 @@ StatusOr<std::shared_ptr<dev::DeviceBackend>> open_device(const Config& config) 
   options.emulation.host_access_open = config.host_access_open;
   options.emulation.host_numa = config.host_numa;
   options.emulation.visible_devices.assign(config.visible.begin(), config.visible.end());
+  options.hal.library = config.hal_library;
+  options.hal.hide = config.hal_hide;
   auto* usage = new (std::nothrow) DeviceUsage();
   if (usage == nullptr) {
     return Error(ACL_ERROR_RT_MEMORY_ALLOCATION, "no memory to listen to the device backend");
@@ -119,7 +121,8 @@ StatusOr<std::shared_ptr<dev::DeviceBackend>> open_device(const Config& config) 
   const dev::Result r = dev::open_device_backend(config.driver, options, usage, &opened);
   if (!r.ok()) {
     delete usage;
-    return Error(code_from_errno(r.is_errno() ? -r.errno_value() : -EINVAL),
+    return Error(r.is_driver() ? code_from_driver(r.driver_value())
+                               : code_from_errno(r.is_errno() ? -r.errno_value() : -EINVAL),
                  "the device backend " + config.driver + " could not be opened: " +
                      std::to_string(r.raw()));
   }

@@ -1,5 +1,7 @@
 #include "runtime/runtime.h"
 
+#include "vmm/device_error.h"
+
 #include <pthread.h>
 
 #include <cstdlib>
@@ -16,6 +18,7 @@
 #include "runtime/kernel_registry.h"
 #include "runtime/smi_publisher.h"
 #include "runtime/stats_snapshot.h"
+#include "vmm/device_error.h"
 
 namespace aclvmm {
 namespace {
@@ -182,6 +185,13 @@ Status Runtime::start_locked() {
   // it opens before the snapshot is published, so a refused open publishes nothing. Its open
   // places the windows (the process's first open claims them, D9).
   ACLVMM_ASSIGN_OR_RETURN(std::shared_ptr<dev::DeviceBackend> opened, open_device(cfg));
+  if (opened->capabilities().driver_reports_machine) {
+    // A real driver (hal) says how many devices there are and what they are.
+    dev::DeviceProperties first;
+    std::string soc;
+    if (opened->devices().properties(0, &first).ok()) soc = first.soc_name;
+    ACLVMM_RETURN_IF_ERROR(adopt_driver_machine(cfg, opened->devices().device_count(), soc));
+  }
   {
     std::lock_guard device_lock(device_mu_);
     device_ = std::move(opened);
@@ -330,6 +340,7 @@ void Runtime::teardown_locked(std::unique_lock<LifetimeMutex>& lock, const char*
                     phys->size, phys->created_by);
     physical_.remove(token);
   }
+  for (size_t i = 0; i < devices_.size(); ++i) close_device_locked(static_cast<int>(i));
   devices_.clear();
   {
     std::lock_guard pools_lock(pools_mu_);
@@ -413,6 +424,7 @@ Status Runtime::reset_device(int32_t user_id, bool force) {
       (void)host_registrations_.release_device(phys);
       // Its IPC imports close and the keys exported from it end (runtime-extra.md §3.6).
       ipc_keys_.release_device(phys);
+      close_device_locked(phys);
     }
   }
   abort_streams(doomed);
@@ -458,6 +470,17 @@ StatusOr<uint64_t> Runtime::create_context(int physical_device, bool primary) {
 
 StatusOr<uint64_t> Runtime::create_context_locked(int physical_device, bool primary) {
   mu_.assert_held();
+  // The first context on a device opens it in the driver (hal.md §2: what the vendor runtime
+  // does at its first aclrtSetDevice); a refused open leaves no context behind.
+  Device& d = devices_[physical_device];
+  if (!d.driver_open) {
+    const dev::Result opened = device_->devices().open(physical_device);
+    if (!opened.ok()) {
+      return device_error(*device_, opened,
+                          "device " + std::to_string(physical_device) + " could not be opened");
+    }
+    d.driver_open = true;
+  }
   auto ctx = std::make_shared<Context>();
   ctx->device = physical_device;
   ctx->primary = primary;
@@ -466,6 +489,23 @@ StatusOr<uint64_t> Runtime::create_context_locked(int physical_device, bool prim
   set_svm_ready(true);
   if (!primary) t_context = ctx;
   return token;
+}
+
+void Runtime::close_device_locked(int physical_device) {
+  mu_.assert_held();
+  Device& d = devices_[physical_device];
+  if (!d.driver_open) return;
+  // Another context still on the device keeps it open (closed at teardown then): a driver close
+  // destroys every block of the device (hal.md §2).
+  for (auto& [token, ctx] : contexts_.snapshot()) {
+    if (ctx->device == physical_device && ctx->alive.load() && !tearing_down_) return;
+  }
+  d.driver_open = false;
+  const dev::Result closed = device_->devices().close(physical_device);
+  if (!closed.ok()) {
+    ACLVMM_LOG_WARN("RUNTIME", "device {} could not be closed: {}", physical_device,
+                    device_->describe(closed));
+  }
 }
 
 std::vector<std::shared_ptr<Stream>> Runtime::destroy_context_locked(uint64_t token) {

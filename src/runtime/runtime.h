@@ -53,6 +53,7 @@ struct Device {
   std::shared_ptr<MemoryPool> pool;
   int open_count = 0;         // aclrtSetDevice references
   uint64_t primary_context = 0;
+  bool driver_open = false;   // the backend's DeviceManager::open ran (first context on it)
 };
 
 inline constexpr int kMaxDevices = 64;
@@ -75,6 +76,14 @@ class Runtime final : public RuntimeServices {
   // The device backend (docs/device-interface.md), opened at each start with that start's
   // configuration and let go at teardown; memory still held then keeps it alive (DeviceMemory).
   const std::shared_ptr<dev::DeviceBackend>& device() const override { return device_; }
+  // The bare tgid as a driver that reports the machine (hal) gives it (drvDeviceGetBareTgid,
+  // hal.md §3.10); false when the started backend is a software one or none is started.
+  bool driver_bare_tgid(int32_t* out) const {
+    const std::shared_ptr<dev::DeviceBackend> backend = device_;
+    if (!backend || !backend->capabilities().driver_reports_machine) return false;
+    *out = backend->devices().bare_tgid();
+    return true;
+  }
   AddressSpace& space() { return space_; }
   HandleTable<PhysicalAllocation>& physical() { return physical_; }
   HandleTable<Context>& contexts() { return contexts_; }
@@ -161,6 +170,8 @@ class Runtime final : public RuntimeServices {
   // task of such a stream may be waiting for mu_ (calling back into the runtime), and joining its
   // worker under mu_ would deadlock.
   std::vector<std::shared_ptr<Stream>> destroy_context_locked(uint64_t token);
+  // DeviceManager::close of a device whose last context went (reset_device, teardown).
+  void close_device_locked(int physical_device);
   // A stream of `ctx` with its worker, entered in the table (207008 when that cannot be done).
   StatusOr<std::shared_ptr<Stream>> new_stream(const std::shared_ptr<Context>& ctx);
   // The fork child handler's work: the child's runtime becomes a new, not started one.

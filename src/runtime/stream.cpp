@@ -181,6 +181,10 @@ void Stream::enqueue_copy(memops::MemoryOps& ops, void* dst, const void* src, si
   if (p == nullptr) return record(Error(ACL_ERROR_RT_MEMORY_ALLOCATION, "no memory to queue the task"));
   *p = Pending{this, nullptr, Status(), &ops, reinterpret_cast<uint64_t>(dst),
                reinterpret_cast<uint64_t>(src), n, who, api};
+  if (Status refused = ops.checked_first(*backend_, p->dst, p->src, n, who); !refused.ok()) {
+    delete p;
+    return record(refused);
+  }
   dev::Command command;
   command.kind = dev::CommandKind::kCopy;
   command.copy = ops.copy_request(dst, src, n, who);
@@ -192,6 +196,10 @@ void Stream::enqueue_fill(memops::MemoryOps& ops, void* dst, uint8_t value, size
   Pending* p = new (std::nothrow) Pending;
   if (p == nullptr) return record(Error(ACL_ERROR_RT_MEMORY_ALLOCATION, "no memory to queue the task"));
   *p = Pending{this, nullptr, Status(), &ops, reinterpret_cast<uint64_t>(dst), 0, n, who, api};
+  if (Status refused = ops.checked_first(*backend_, p->dst, 0, n, who); !refused.ok()) {
+    delete p;
+    return record(refused);
+  }
   dev::Command command;
   command.kind = dev::CommandKind::kFill;
   command.fill = ops.fill_request(dst, value, n, who);

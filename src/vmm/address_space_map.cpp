@@ -61,7 +61,8 @@ Status AddressSpace::map(uint64_t va, uint64_t size, uint64_t handle,
                      " already maps memory of another location; one reservation serves one "
                      "location");
   }
-  if (size > phys->size) {
+  // An import whose size the driver does not report (hal: size 0) is checked by the driver.
+  if (phys->size != 0 && size > phys->size) {
     return Error(ACL_ERROR_RT_MEMORY_ALLOCATION,
                  "mapping size " + std::to_string(size) + " exceeds the handle's physical size " +
                      std::to_string(phys->size));

@@ -41,6 +41,12 @@ Status HostRegistrations::add(const HostRegistration& r) {
       return Error(ACL_ERROR_RT_DRV_INTERNAL_ERROR,
                    fmt::format("[0x{:x}, +{}) is not all mapped in the process", r.base, r.size));
     }
+    if (done.condition() == dev::Condition::kNotSupported) {
+      // hal: the driver library's interface (hal.md) has no host registration function.
+      return Error(ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
+                   fmt::format("host registration is not supported by the {} backend: {}",
+                               device->name(), device->describe(done)));
+    }
     return Error(ACL_ERROR_RT_DRV_INTERNAL_ERROR,
                  fmt::format("the device could not register [0x{:x}, +{}): {}", r.base, r.size,
                              device->describe(done)));

@@ -56,7 +56,14 @@ Status IpcKeys::check_product(bool a3_only) const {
                                      : "IPC memory by key is") +
                      " not supported on " + *product.soc);
   }
-  if (sharing() == nullptr) return Error(kAclInternalError, "no device backend is open for sharing");
+  const std::shared_ptr<dev::DeviceBackend>& device = rt_.device();
+  if (!device) return Error(kAclInternalError, "no device backend is open for sharing");
+  if (!device->capabilities().ipc_keys) {
+    // hal: the driver library's interface (hal.md) has no halShmem* functions to serve keys.
+    return Error(ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
+                 std::string("IPC memory by key is not supported by the ") + device->name() +
+                     " backend: its driver library offers no IPC key functions");
+  }
   return Status::Ok();
 }
 

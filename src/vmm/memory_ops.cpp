@@ -77,10 +77,20 @@ Status MemoryOps::refused(const dev::CopyOutcome& out, uint64_t dst, uint64_t sr
   return Error(ACL_ERROR_RT_DRV_INTERNAL_ERROR, what + " at " + hex(va) + " failed: " + why);
 }
 
+Status MemoryOps::checked_first(const dev::DeviceBackend& device, uint64_t dst, uint64_t src,
+                                uint64_t n, const Accessor& who) const {
+  if (device.capabilities().copies_check_access) return Status::Ok();
+  // The engine checks nothing (hal): the core's records decide, in the order of refused().
+  ACLVMM_RETURN_IF_ERROR(side_refused(dst, n, true, who));
+  if (src != 0) ACLVMM_RETURN_IF_ERROR(side_refused(src, n, false, who));
+  return Status::Ok();
+}
+
 Status MemoryOps::copy(void* dst, const void* src, size_t n, const Accessor& who) {
   const uint64_t d = reinterpret_cast<uint64_t>(dst), s = reinterpret_cast<uint64_t>(src);
   const std::shared_ptr<dev::DeviceBackend>& device = rt_.device();
   if (!device) return no_engine();
+  ACLVMM_RETURN_IF_ERROR(checked_first(*device, d, s, n, who));
   const dev::CopyOutcome out = device->copy_engine().copy(copy_request(dst, src, n, who));
   return out.result.ok() ? Status::Ok() : refused(out, d, s, n, who);
 }
@@ -89,6 +99,7 @@ Status MemoryOps::fill(void* dst, uint8_t value, size_t n, const Accessor& who) 
   const uint64_t d = reinterpret_cast<uint64_t>(dst);
   const std::shared_ptr<dev::DeviceBackend>& device = rt_.device();
   if (!device) return no_engine();
+  ACLVMM_RETURN_IF_ERROR(checked_first(*device, d, 0, n, who));
   const dev::CopyOutcome out = device->copy_engine().fill(fill_request(dst, value, n, who));
   return out.result.ok() ? Status::Ok() : refused(out, d, 0, n, who);
 }

@@ -54,6 +54,12 @@ class MemoryOps {
     return endpoint(va).kind == dev::EndpointKind::kHostMemory;
   }
   static dev::Executor executor(const Accessor& who);
+  // Before a copy from src to dst (src == 0 for a fill) is handed to a backend whose engine
+  // checks no rights (Capabilities::copies_check_access false: hal), the core's records check
+  // both sides as refused() would explain a failure; Ok for the other backends. Queued copies
+  // are checked when they are queued.
+  Status checked_first(const dev::DeviceBackend& device, uint64_t dst, uint64_t src, uint64_t n,
+                       const Accessor& who) const;
   // The Status of a failed outcome of a copy from src to dst (src == 0 for a fill): the core's
   // own reason when its bookkeeping refuses the range, else what the engine reported.
   Status refused(const dev::CopyOutcome& out, uint64_t dst, uint64_t src, uint64_t n,

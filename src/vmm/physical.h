@@ -83,7 +83,8 @@ struct PhysicalAllocation {
   PageType page_type = kHugePage;
   MemType mem_type = kHbm;
   uint64_t reserve = 0;      // copied from the caller's prop
-  uint64_t size = 0;         // rounded size
+  uint64_t size = 0;         // rounded size; 0 for an import whose size the driver does not
+                             // report (hal): the driver checks mappings against it then
   uint32_t link = 0xffffffffu;  // map route set by aclrtMemMapSetLink (none yet)
   bool imported = false;
   int reported_device = -1;  // imported: the exporter's device, which property queries report

@@ -9,13 +9,14 @@
 #include <string>
 
 #include "observability/log.h"
+#include "vmm/device_error.h"
 
 namespace aclvmm {
 namespace {
 
 ShareService* g_forked_service = nullptr;  // the process's one service, for the fork handlers
 
-int code_of(dev::Result r) { return code_from_errno(r.is_errno() ? -r.errno_value() : -EIO); }
+int code_of(dev::Result r) { return device_code(r); }
 
 Status unknown_token(uint64_t token) {
   return Error(ACL_ERROR_RT_INVALID_HANDLE,
@@ -260,7 +261,10 @@ StatusOr<uint64_t> ShareService::import(uint64_t token, int physical_device) {
                                  "not have sent; nothing was imported",
                                  token));
       default:
-        return Error(code_of(r), "the received memory is unusable: " + detail);
+        // A driver's refusal (hal) carries its own reason; an errno here is emu's own failure.
+        return Error(code_of(r), (r.is_driver() ? "the driver refused the import: "
+                                                : "the received memory is unusable: ") +
+                                     detail);
     }
   }
   adopt_import(imported, physical_device, phys.get());

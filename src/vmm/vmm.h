@@ -49,6 +49,10 @@ class Vmm {
   Vmm& operator=(const Vmm&) = delete;
 
   StatusOr<uint64_t> malloc_physical(uint64_t size, const PhysicalSpec& spec);
+  // aclrtMemGetAllocationGranularity where the driver decides (a backend that reports the
+  // machine, hal): the driver's answer in *out. Elsewhere *out stays 0 and the core's rule of
+  // behavior.md §5 applies.
+  Status driver_granularity(const PhysicalSpec& spec, int option, uint64_t* out);
   Status free_physical(uint64_t handle);
   StatusOr<PhysicalSpec> properties(uint64_t handle);
   StatusOr<uint64_t> retain(uint64_t va);

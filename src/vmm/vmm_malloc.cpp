@@ -65,14 +65,32 @@ StatusOr<uint64_t> Vmm::device_malloc(uint64_t size, int policy, bool align32) {
                      std::to_string(bytes) + " bytes requested");
   };
   if (!rt_.pool(dev)) return out_of_memory();
-  auto phys = new_allocation(Side::kDevice, dev, bytes, "aclrtMalloc");
-  BlockSpec block;
-  block.kind = RegionKind::kDeviceMalloc;
-  block.size = bytes;
-  block.requested = size;
-  block.page_size = static_cast<uint32_t>(page);
-  block.device = dev;
-  return place(space_, block, std::move(phys), out_of_memory);
+  // The P2P policies ask the driver for memory other devices may map (MEM_ADVISE_P2P).
+  const bool p2p = base_policy == 3 || base_policy == 4 || base_policy == 5 || base_policy == 7;
+  auto attempt = [&]() -> StatusOr<uint64_t> {
+    auto phys = new_allocation(Side::kDevice, dev, bytes, "aclrtMalloc");
+    if (p2p) phys->mem_type = kP2PHbm;
+    BlockSpec block;
+    block.kind = RegionKind::kDeviceMalloc;
+    block.size = bytes;
+    block.requested = size;
+    block.page_size = static_cast<uint32_t>(page);
+    block.device = dev;
+    return place(space_, block, std::move(phys), out_of_memory);
+  };
+  StatusOr<uint64_t> placed = attempt();
+  // HUGE_FIRST: when huge pages are refused, normal pages once more (hal.md §3.12: a driver may
+  // have normal pages left where huge ones ran out). The software backends keep one pool for
+  // both, where the retry could only succeed by rounding less.
+  const std::shared_ptr<dev::DeviceBackend>& backend = rt_.device();
+  const bool huge_first = page == kChunk && base_policy != 1 && base_policy != 4 && backend &&
+                          backend->capabilities().driver_reports_machine;
+  if (!placed.ok() && huge_first && placed.status().code() == ACL_ERROR_RT_MEMORY_ALLOCATION) {
+    page = 4096;
+    bytes = round_up(padded, page);
+    placed = attempt();
+  }
+  return placed;
 }
 
 Status Vmm::device_free(uint64_t ptr) {

@@ -1,6 +1,7 @@
 // Physical handles: creation, release with the vendor's reference counts, queries.
 #include <mutex>
 
+#include "vmm/device_error.h"
 #include "vmm/device_memory.h"
 #include "vmm/vmm.h"
 
@@ -159,6 +160,21 @@ StatusOr<uint64_t> Vmm::retain(uint64_t va) {
     // Another thread unmapped the range and released the handle since the lookup: answer for
     // what the address holds now, not with the stale handle's 107000.
   }
+}
+
+Status Vmm::driver_granularity(const PhysicalSpec& spec, int option, uint64_t* out) {
+  const std::shared_ptr<dev::DeviceBackend>& backend = rt_.device();
+  if (!backend || !backend->capabilities().driver_reports_machine) return Status::Ok();
+  dev::PhysicalSpec asked;
+  asked.location = spec.side == Side::kDevice ? dev::Location::device(spec.device)
+                   : spec.side == Side::kHost ? dev::Location::host()
+                                              : dev::Location::host_numa(spec.device);
+  asked.page_type = static_cast<dev::PageType>(spec.page_type);
+  asked.mem_type = static_cast<dev::MemType>(spec.mem_type);
+  const dev::Result r =
+      backend->physical().granularity(asked, static_cast<dev::Granularity>(option), out);
+  if (!r.ok()) return device_error(*backend, r, "the driver gave no granularity");
+  return Status::Ok();
 }
 
 }  // namespace aclvmm::vmm

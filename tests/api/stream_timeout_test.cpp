@@ -126,8 +126,9 @@ TEST_F(StreamTimeoutTest, DeviceSucceedsOnIdleStreams) {
   char* d = dev(4096);
   aclrtStream s = make_stream();
   ASSERT_EQ(aclrtMemsetAsync(d, 4096, 0x31, 4096, s), kOk);
-  ASSERT_EQ(aclrtMemsetAsync(d, 4096, 0x32, 64, nullptr), kOk);
+  // Two streams are not ordered with each other: the second fill is queued once the first is done.
   ASSERT_EQ(aclrtSynchronizeStream(s), kOk);
+  ASSERT_EQ(aclrtMemsetAsync(d, 4096, 0x32, 64, nullptr), kOk);
   ASSERT_EQ(aclrtSynchronizeStream(nullptr), kOk);
   for (int32_t timeout : {-1, 1, 3000, INT32_MAX}) {
     SCOPED_TRACE(timeout);

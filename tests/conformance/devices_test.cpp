@@ -33,7 +33,9 @@ TEST_P(DevicesConformance, C1_CountAndPropertiesOfEveryDevice) {
     dev::DeviceProperties p;
     ASSERT_TRUE(devices.properties(d, &p).ok()) << d;
     EXPECT_FALSE(p.soc_name.empty()) << d;
-    EXPECT_EQ(p.memory_total, 64 * kMiB) << d;
+    if (harness().traits().memory_in_properties) {
+      EXPECT_EQ(p.memory_total, 64 * kMiB) << d;
+    }
     MemoryInfo info;
     ASSERT_TRUE(devices.memory_info(d, MemoryKind::kHbm, &info).ok()) << d;
     EXPECT_EQ(info.total, 64 * kMiB) << d;
@@ -55,6 +57,10 @@ TEST_P(DevicesConformance, C1_CountAndPropertiesOfEveryDevice) {
 // C2: open twice is kBusy; close, and it opens again; devices are independent.
 TEST_P(DevicesConformance, C2_SecondOpenIsBusyAndCloseOpensAgain) {
   dev::DeviceManager& devices = be().devices();
+  // From closed devices, as emu's and fake's harnesses leave them (hal's opens every device).
+  if (harness().traits().devices_open) {
+    for (dev::DeviceIndex d = 0; d < 3; ++d) ASSERT_TRUE(devices.close(d).ok()) << d;
+  }
   ASSERT_TRUE(devices.open(0).ok());
   EXPECT_EQ(devices.open(0).condition(), Condition::kBusy);
   ASSERT_TRUE(devices.open(1).ok());
@@ -108,17 +114,24 @@ TEST_P(DevicesConformance, C3_FreeMemoryFollowsAllocationsExactly) {
 // C4: peer access round trip, one direction at a time.
 TEST_P(DevicesConformance, C4_PeerAccessRoundTrip) {
   dev::DeviceManager& devices = be().devices();
-  EXPECT_FALSE(devices.can_access_peer(0, 1));
+  // Where can_access_peer asks the hardware instead (hal), only the calls' results are checked.
+  const bool links = harness().traits().peer_links_reported;
+  auto linked = [&](dev::DeviceIndex d, dev::DeviceIndex peer, bool expected) {
+    if (links) {
+      EXPECT_EQ(devices.can_access_peer(d, peer), expected) << d << " -> " << peer;
+    }
+  };
+  linked(0, 1, false);
   ASSERT_TRUE(devices.enable_peer(0, 1).ok());
-  EXPECT_TRUE(devices.can_access_peer(0, 1));
-  EXPECT_FALSE(devices.can_access_peer(1, 0)) << "one direction only";
-  EXPECT_FALSE(devices.can_access_peer(0, 2));
+  linked(0, 1, true);
+  linked(1, 0, false);  // one direction only
+  linked(0, 2, false);
   EXPECT_TRUE(devices.enable_peer(0, 1).ok()) << "idempotent";
   ASSERT_TRUE(devices.enable_peer(2, 0).ok());
-  EXPECT_TRUE(devices.can_access_peer(2, 0));
+  linked(2, 0, true);
   ASSERT_TRUE(devices.disable_peer(0, 1).ok());
-  EXPECT_FALSE(devices.can_access_peer(0, 1));
-  EXPECT_TRUE(devices.can_access_peer(2, 0)) << "other links stay";
+  linked(0, 1, false);
+  linked(2, 0, true);  // other links stay
   EXPECT_TRUE(devices.disable_peer(0, 1).ok()) << "idempotent";
   EXPECT_EQ(devices.enable_peer(1, 1).condition(), Condition::kInvalidArgument);
   EXPECT_EQ(devices.enable_peer(0, 3).condition(), Condition::kInvalidArgument);

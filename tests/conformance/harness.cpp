@@ -8,6 +8,7 @@ const std::vector<HarnessFactory>& harnesses() {
   static const std::vector<HarnessFactory> all = {
       {"emu", &make_emu_harness},
       {"fake", &make_fake_harness},
+      {"hal", &make_hal_harness},
   };
   return all;
 }
@@ -28,6 +29,7 @@ int thread_count() {
 void BackendTest::SetUp() {
   harness_ = GetParam().make();
   ASSERT_NE(harness_, nullptr);
+  if (const std::string why = harness_->unavailable(setup()); !why.empty()) GTEST_SKIP() << why;
   const dev::Result opened = harness_->open(setup(), &listener_, &backend_);
   ASSERT_TRUE(opened.ok()) << "open: errno " << opened.errno_value();
   ASSERT_NE(backend_, nullptr);

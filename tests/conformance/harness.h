@@ -23,7 +23,8 @@
 
 namespace aclvmm::conformance {
 
-// The machine a case wants (software backends build it; hal will check it has enough).
+// The machine a case wants (software backends build it; hal's fake driver library is configured
+// once per process, so hal gives only the machine of the first case: Harness::unavailable).
 struct BackendSetup {
   int32_t device_count = 2;
   uint64_t device_memory = 64 * dev::kMiB;
@@ -59,9 +60,45 @@ class PeerProcess {
   virtual void exit() = 0;
 };
 
+// How a backend differs from emu and fake where its driver's specification allows it (hal:
+// /work/shared/spec/hal.md), for the checks that depend on it: a case reads these, never a
+// backend's name. The defaults are emu's and fake's; a harness that changes one says why.
+struct DriverTraits {
+  // Conditions of refusals a driver words in its own, coarser codes.
+  // The kernel's EACCES: an import not on the whitelist, set_pids by another process than the
+  // exporter, an own export imported onto its own device.
+  dev::Condition not_permitted = dev::Condition::kNotPermitted;
+  // DeviceMmu::query inside a reservation where nothing is mapped.
+  dev::Condition unmapped_query = dev::Condition::kNotFound;
+  // advise / attribute / prefetch of a range that no managed allocation holds.
+  dev::Condition outside_managed = dev::Condition::kBadAddress;
+  // A copy that meets memory that is not mapped (any more). Where the copy engine does not
+  // check ranges itself (Capabilities::copies_check_access false) it names no side either.
+  dev::Condition copy_fault = dev::Condition::kBadAddress;
+  // What the driver does not tell or do.
+  bool devices_open = false;         // the harness opened every device before the case
+  bool memory_in_properties = true;  // DeviceProperties::memory_total
+  bool peer_links_reported = true;   // can_access_peer answers the links enable_peer made
+  bool every_route = true;           // set_map_route knows every route (kMapRouteCount)
+  bool fabric_needs_server_id = false;  // export_fabric needs DeviceProperties::server_id
+  bool map_offsets = true;           // DeviceMmu::map at an offset into the memory
+  bool import_sizes = true;          // ImportedMemory::properties.size
+  // Blocks name their physical object (Block::memory) and the span they take from the window,
+  // and a query's range is the requested size.
+  bool block_objects = true;
+  bool host_registration = true;     // DeviceMmu::register_host
+};
+
 class Harness {
  public:
   virtual ~Harness() = default;
+  // Why the harness cannot give a machine like `setup`, or "" when it can; the case then skips
+  // with this reason (BackendTest::SetUp). hal: the fake driver library reads its machine from
+  // the environment once per process, so the first call fixes it and other machines skip.
+  virtual std::string unavailable(const BackendSetup& setup) {
+    (void)setup;
+    return "";
+  }
   virtual dev::Result open(const BackendSetup& setup, dev::BackendListener* listener,
                            std::unique_ptr<dev::DeviceBackend>* out) = 0;
   // The bytes of a live physical object as the CPU would see them through a mapping.
@@ -101,6 +138,11 @@ class Harness {
   // The pid the next start_peer() will have, or 0 when it cannot be known in advance (emu: the
   // kernel picks it). C30 lists it before the process starts.
   virtual int32_t next_peer_pid() { return 0; }
+  // How the backend's driver differs from emu and fake (DriverTraits); emu and fake: none.
+  virtual const DriverTraits& traits() {
+    static const DriverTraits defaults;
+    return defaults;
+  }
 };
 
 struct HarnessFactory {
@@ -111,11 +153,12 @@ struct HarnessFactory {
 // gtest prints a failing case's parameter with this: the backend's name.
 inline void PrintTo(const HarnessFactory& factory, std::ostream* os) { *os << factory.name; }
 
-// emu and fake (hal later).
+// emu, fake and hal (over the fake driver library libascend_hal.so).
 const std::vector<HarnessFactory>& harnesses();
 
 std::unique_ptr<Harness> make_emu_harness();
 std::unique_ptr<Harness> make_fake_harness();
+std::unique_ptr<Harness> make_hal_harness();
 // emu_peer.cpp
 std::unique_ptr<PeerProcess> start_emu_peer(const BackendSetup& setup, dev::DeviceBackend& current);
 

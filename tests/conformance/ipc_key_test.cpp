@@ -25,7 +25,7 @@ class IpcKeyConformance : public SharingCase {
  protected:
   void SetUp() override {
     SharingCase::SetUp();
-    if (HasFatalFailure()) return;
+    if (HasFatalFailure() || IsSkipped()) return;
     if (!be().capabilities().ipc_keys) GTEST_SKIP() << "capability ipc_keys is false";
   }
   // Device memory of `device`, every byte `value`, released at the end of the case.

@@ -52,8 +52,12 @@ Result slow_task(void* context) {
 class LifecycleConformance : public BackendTest {};
 
 TEST_P(LifecycleConformance, C48_DestructionGivesBackEverythingTheBackendStillHolds) {
-  const uint64_t va = harness().reserve_va(dev::kGiB);  // the harness's: kept until it goes
+  // The harness's ranges, kept until it goes: one for device memory, one for host memory (a
+  // reservation belongs to the owner of its first mapping, hal.md §3.2).
+  const uint64_t va = harness().reserve_va(dev::kGiB);
+  const uint64_t host_va = harness().reserve_va(dev::kGiB);
   ASSERT_NE(va, 0u);
+  ASSERT_NE(host_va, 0u);
   backend_.reset();
   const std::string before = harness().machine_resources();
   ASSERT_TRUE(harness().open(setup(), &listener_, &backend_).ok());
@@ -63,7 +67,7 @@ TEST_P(LifecycleConformance, C48_DestructionGivesBackEverythingTheBackendStillHo
   const dev::PhysicalId on_host = create(Location::host(), kSize);
   ASSERT_TRUE(be().mmu().map(va, kSize, on_device, 0, dev::InitialAccess::kOwnerReadWrite).ok());
   ASSERT_TRUE(
-      be().mmu().map(va + kSize, kSize, on_host, 0, dev::InitialAccess::kOwnerReadWrite).ok());
+      be().mmu().map(host_va, kSize, on_host, 0, dev::InitialAccess::kOwnerReadWrite).ok());
   const dev::PhysicalId exported = create(Location::device(1), kSize);
   dev::ShareToken token;
   bool shared = false;

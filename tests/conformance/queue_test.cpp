@@ -90,7 +90,7 @@ class QueueConformance : public BackendTest {
  protected:
   void SetUp() override {
     BackendTest::SetUp();
-    if (HasFatalFailure()) return;
+    if (HasFatalFailure() || IsSkipped()) return;
     va_ = harness().reserve_va(kGiB);
     ASSERT_NE(va_, 0u);
     mem_ = create(Location::device(0), 2 * kQueueSize);
@@ -141,7 +141,9 @@ TEST_P(QueueConformance, C19_ACopyQueuedBeforeAnUnmapFailsWhenItRuns) {
   release.open();
   wait(f);
   EXPECT_EQ(copied.calls.load(), 1);
-  EXPECT_EQ(copied.outcome.result.condition(), Condition::kBadAddress);
+  EXPECT_EQ(copied.outcome.result.condition(), harness().traits().copy_fault);
+  // An engine that checks no ranges (hal: drvMemcpy, hal.md §3.11) names no side or address.
+  if (!be().capabilities().copies_check_access) return;
   EXPECT_EQ(copied.outcome.failed_side, CopyOutcome::Side::kSource);
   EXPECT_EQ(copied.outcome.failed_address, va_ + 8192);
 }

@@ -21,7 +21,7 @@ class SharingConformance : public SharingCase {
  protected:
   void SetUp() override {
     SharingCase::SetUp();
-    if (HasFatalFailure()) return;
+    if (HasFatalFailure() || IsSkipped()) return;
     if (!be().capabilities().sharing) GTEST_SKIP() << "capability sharing is false";
   }
   // Device memory of `device` whose bytes are all `value`, released at the end of the case.
@@ -63,7 +63,7 @@ TEST_P(SharingConformance, C29_WhitelistAdmitsAndBytesAreShared) {
   const ShareToken token = exported(id);
   auto p = peer();
   ASSERT_NE(p, nullptr);
-  EXPECT_EQ(p->import(token, 0).condition(), Condition::kNotPermitted);
+  EXPECT_EQ(p->import(token, 0).condition(), harness().traits().not_permitted);
   const int32_t pid = p->pid();
   ASSERT_TRUE(be().sharing().set_pids(token, &pid, 1).ok());
   ASSERT_TRUE(p->import(token, 0).ok());
@@ -121,7 +121,7 @@ TEST_P(SharingConformance, C32_SetPidsRefusals) {
   auto p = peer();
   ASSERT_NE(p, nullptr);
   EXPECT_EQ(p->set_pids(token, harness().own_pid()).condition(),
-            Condition::kNotPermitted);
+            harness().traits().not_permitted);
   const int32_t pid = p->pid();
   ShareToken unknown{token.value ^ (uint64_t{1} << 20)};  // another serial of this process
   EXPECT_EQ(be().sharing().set_pids(unknown, &pid, 1).condition(), Condition::kBadAddress);
@@ -158,12 +158,14 @@ TEST_P(SharingConformance, C34_OwnExportOnlyOntoAnotherDevice) {
   const ShareToken token = exported(id);
   dev::ImportedMemory imported;
   EXPECT_EQ(be().sharing().import_memory(token, 1, &imported).condition(),
-            Condition::kNotPermitted);
+            harness().traits().not_permitted);
   ASSERT_TRUE(be().sharing().import_memory(token, 0, &imported).ok());
   held_.push_back(imported.memory);
   EXPECT_EQ(imported.exporter_device, 1);
   EXPECT_EQ(imported.properties.location, Location::device(1));
-  EXPECT_EQ(imported.properties.size, kShareSize);
+  if (harness().traits().import_sizes) {
+    EXPECT_EQ(imported.properties.size, kShareSize);
+  }
   EXPECT_TRUE(imported.properties.imported);
   const uint8_t mark = 0xc4;
   ASSERT_TRUE(harness().write_physical(id, 999, &mark, 1).ok());
@@ -176,6 +178,11 @@ TEST_P(SharingConformance, C34_OwnExportOnlyOntoAnotherDevice) {
 // import_fabric imports it.
 TEST_P(SharingConformance, C35_FabricBlob) {
   if (!be().capabilities().fabric_sharing) GTEST_SKIP() << "capability fabric_sharing";
+  dev::DeviceProperties props;
+  ASSERT_TRUE(be().devices().properties(1, &props).ok());
+  if (harness().traits().fabric_needs_server_id && props.server_id < 0) {
+    GTEST_SKIP() << "no server id on this machine (" << props.soc_name << "): FABRIC needs one";
+  }
   const PhysicalId id = make(1, 0x35);
   dev::FabricToken blob;
   std::memset(blob.bytes, 0xee, sizeof blob.bytes);

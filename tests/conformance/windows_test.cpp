@@ -170,7 +170,8 @@ std::vector<std::string> maps_in(VaRange range) {
 // where the parent had them, with none of the parent's reservations.
 TEST_P(WindowsConformance, C47_AForkedChildGivesTheParentsWindowsBack) {
   if (std::string(be().name()) != "emu") {
-    GTEST_SKIP() << "the fake is one object in one process: there is no fork to survive";
+    GTEST_SKIP() << "only emu claims its windows itself (the fake is one object in one process; "
+                    "hal's windows are the driver's, hal.md §6.1)";
   }
   const dev::WindowLayout parent = layout();
   const uint64_t reserved = reserve(device(2 * kMiB));

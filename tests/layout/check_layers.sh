@@ -19,6 +19,9 @@
 #   drivers/<backend>/        the driver interface, its own backend, the shared modules,
 #                             base/status.h; never drivers/host/ from drivers/fake/ (the fake
 #                             makes no system call: docs/device-interface.md §8, D11)
+#   drivers/hal/fake/         the fake driver library (libascend_hal.so over the emulator): what
+#                             a backend may include, plus the emu backend it is built on and
+#                             the hal backend's declarations (drivers/hal/hal_decls.h)
 #   tests/conformance/        the driver interface, the backends and shared modules (whose test
 #                             hooks it uses), its own files, the unit tests' helpers
 #                             (tests/unit/testing/); nothing of src/ (the suite tests backends
@@ -110,6 +113,10 @@ allowed() {
             case "$tgt" in interface|"$src"|shared:injection|shared:ranges) return 0 ;; esac
             [ "$inc" = base/status.h ] && return 0
             why="the fake backend includes the driver interface, its own files, drivers/injection/, drivers/ranges/ and base/status.h only (no drivers/host/: it makes no system call)" ;;
+        hal-fake)
+            case "$tgt" in interface|backend:emu|shared:*) return 0 ;; esac
+            case "$inc" in base/status.h|drivers/hal/hal_decls.h|drivers/hal/fake/*) return 0 ;; esac
+            why="the fake driver library includes the driver interface, itself, the hal backend's declarations, the emu backend, the shared modules and base/status.h only" ;;
         backend:*)
             case "$tgt" in interface|"$src"|shared:*) return 0 ;; esac
             [ "$inc" = base/status.h ] && return 0
@@ -160,6 +167,7 @@ done < <(cd "$repo" && find src -type f | sort)
 while IFS= read -r rel; do
     sub="${rel#drivers/}"
     if [ "$sub" = "${sub%%/*}" ]; then kind=drivers; else driver_dir_kind "${sub%%/*}"; kind="$dir_kind"; fi
+    case "$rel" in drivers/hal/fake/*) kind=hal-fake ;; esac
     check_file "$rel" "$kind"
 done < <(cd "$repo" && find drivers -type f \( -name '*.h' -o -name '*.cpp' \) | sort)
 

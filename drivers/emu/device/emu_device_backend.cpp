@@ -26,6 +26,7 @@ Capabilities capabilities_of(const HostServices& host) {
   c.managed_memory = true;
   c.managed_residency = true;  // where userfaultfd works (tracking() says after an allocation)
   c.managed_write_tracking = true;
+  c.copies_check_access = true;
   return c;
 }
 

@@ -255,6 +255,8 @@ TEST(DeviceInterfaceTest, ResultsOfBothDomainsNameTheirCondition) {
       {Result::from_driver(0xfffe), Condition::kNotSupported},   // NOT_SUPPORT
       {Result::from_driver(46), Condition::kNotPermitted},       // OPER_NOT_PERMITTED
       {Result::from_driver(13), Condition::kBusy},               // BUSY
+      {Result::from_driver(10), Condition::kBusy},               // REPEATED_INIT
+      {Result::from_driver(9), Condition::kInvalidArgument},     // UNINIT
       {Result::from_driver(11), Condition::kNotFound},           // NOT_EXIST
       {Result::from_driver(16), Condition::kTimedOut},           // WAIT_TIMEOUT
       {Result::from_driver(33), Condition::kDeviceLost},         // BUS_DOWN

@@ -178,7 +178,8 @@ INSTANTIATE_TEST_SUITE_P(
 const char* const kVars[] = {"ACLVMM_SOC",          "ACLVMM_DEVICE_COUNT", "ACLVMM_DEVICE_MEMORY",
                              "ACLVMM_HOST_ACCESS",  "ACLVMM_QUIRKS",       "ACLVMM_FAULTS",
                              "ACLVMM_STATS_FILE",   "ACLVMM_DRIVER",       "ASCEND_RT_VISIBLE_DEVICES",
-                             "ACLVMM_INTERCONNECT", "ACLVMM_HOST_NUMA"};
+                             "ACLVMM_INTERCONNECT", "ACLVMM_HOST_NUMA",    "ACLVMM_HAL_LIBRARY",
+                             "ACLVMM_HAL_HIDE"};
 
 // Saves every variable load_config reads, clears them for the test, restores them afterwards.
 class LoadConfig : public ::testing::Test {
@@ -293,7 +294,8 @@ INSTANTIATE_TEST_SUITE_P(
                       EnvErrorCase{"ACLVMM_HOST_NUMA", "0"},
                       EnvErrorCase{"ACLVMM_HOST_NUMA", "disabled"},
                       EnvErrorCase{"ACLVMM_DRIVER", "cuda"},
-                      EnvErrorCase{"ACLVMM_DRIVER", "none"}));
+                      EnvErrorCase{"ACLVMM_DRIVER", "none"},
+                      EnvErrorCase{"ACLVMM_DRIVER", "HAL"}));
 
 TEST_F(LoadConfig, DeviceCountBounds) {
   for (const char* v : {"1", "64", "8", "3"}) {
@@ -389,6 +391,45 @@ TEST_F(LoadConfig, DriverEmuAccepted) {
   auto c = load_config();
   ASSERT_TRUE(c.ok()) << c.status().message();
   EXPECT_EQ(c->driver, "emu");
+}
+
+TEST_F(LoadConfig, DriverHalTakesItsLibraryAndHiddenFunctions) {
+  set("ACLVMM_DRIVER", "hal");
+  set("ACLVMM_HAL_LIBRARY", "/opt/fake-hal/libascend_hal.so");
+  set("ACLVMM_HAL_HIDE", "halMemCreate,halMemMap");
+  auto c = load_config();
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_EQ(c->driver, "hal");
+  EXPECT_EQ(c->hal_library, "/opt/fake-hal/libascend_hal.so");
+  EXPECT_EQ(c->hal_hide, "halMemCreate,halMemMap");
+}
+
+// hal.md §1.5: with a driver that reports the machine, ACLVMM_DEVICE_COUNT and ACLVMM_SOC give
+// way to what it reports; an explicit ACLVMM_DEVICE_MEMORY stays.
+TEST_F(LoadConfig, TheDriversMachineReplacesTheEmulatedOne) {
+  set("ACLVMM_DEVICE_COUNT", "8");
+  set("ASCEND_RT_VISIBLE_DEVICES", "1,3");
+  auto c = load_config();
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  Config cfg = *c;
+  ASSERT_TRUE(adopt_driver_machine(cfg, 2, "Ascend910_9391").ok());
+  EXPECT_EQ(cfg.device_count, 2);
+  EXPECT_EQ(cfg.product.soc, "Ascend910_9391");
+  EXPECT_EQ(cfg.device_memory, cfg.product.memory_bytes);
+  // Device 3 does not exist on a two-device machine: the list stops there (CANN's rule).
+  EXPECT_EQ(cfg.visible, std::vector<int>({1}));
+
+  set("ACLVMM_DEVICE_MEMORY", "4G");
+  c = load_config();
+  ASSERT_TRUE(c.ok());
+  cfg = *c;
+  ASSERT_TRUE(adopt_driver_machine(cfg, 4, "Ascend910B2").ok());
+  EXPECT_EQ(cfg.device_memory, 4ull << 30);
+  EXPECT_EQ(cfg.product.soc, "Ascend910B2");
+
+  const Status unknown = adopt_driver_machine(cfg, 4, "Ascend999Z");
+  EXPECT_EQ(unknown.code(), kAclInternalError);
+  EXPECT_NE(unknown.message().find("Ascend999Z"), std::string::npos);
 }
 
 TEST_F(LoadConfig, InjectionsAndStatsFile) {
