@@ -132,8 +132,11 @@ Result HalDevices::memory_info(DeviceIndex device, MemoryKind kind, MemoryInfo* 
   const Result r = driver_result(
       ctx_.fn->halMemGetInfo(static_cast<uint32_t>(device), static_cast<unsigned>(kind), &info));
   if (!r.ok()) return r;
-  out->total = info.phy_info.total;
-  out->free = info.phy_info.free;
+  // The driver keeps its page pools apart and reports the normal one in total/free; the device
+  // interface's total/free are the whole device (device_manager.h), as the runtime adds them for
+  // ACL_HBM_MEM (hal.md §3.10).
+  out->total = info.phy_info.total + info.phy_info.huge_total;
+  out->free = info.phy_info.free + info.phy_info.huge_free;
   out->huge_total = info.phy_info.huge_total;
   out->huge_free = info.phy_info.huge_free;
   out->giant_total = info.phy_info.giant_total;

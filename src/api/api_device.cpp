@@ -180,6 +180,8 @@ aclError aclrtGetMemInfo(aclrtMemAttr attr, size_t* free, size_t* total) {
   }
   auto dev = rt.current_device();
   if (!dev.ok()) return api::finish(api, dev.status());
+  Status asked;
+  if (rt.driver_memory_info(*dev, kind, free, total, &asked)) return api::finish(api, asked);
   switch (kind) {
     case ACL_DDR_MEM: case ACL_DDR_MEM_HUGE: case ACL_DDR_MEM_NORMAL:
     case ACL_DDR_MEM_P2P_HUGE: case ACL_DDR_MEM_P2P_NORMAL:

@@ -76,8 +76,9 @@ aclError set_pids(const char* api, uint64_t token, int32_t* pid, size_t pidNum) 
   return api::finish(api, rt.sharing().set_pids(token, pid, static_cast<uint32_t>(pidNum)));
 }
 
-aclError import(const char* api, uint64_t token, int physical_device, aclrtDrvMemHandle* handle) {
-  auto h = Runtime::get().sharing().import(token, physical_device);
+aclError import(const char* api, uint64_t token, int physical_device, aclrtDrvMemHandle* handle,
+                const uint8_t* fabric = nullptr) {
+  auto h = Runtime::get().sharing().import(token, physical_device, fabric);
   if (!h.ok()) return api::finish(api, h.status());
   *handle = api::from_token(*h);
   return ACL_SUCCESS;
@@ -162,7 +163,8 @@ aclError aclrtMemImportFromShareableHandleV2(void* shareableHandle, aclrtMemShar
   if (!dev.ok()) return api::finish(api, dev.status());
   uint64_t token = 0;
   if (aclError e = v1_token(api, shareType, shareableHandle, &token)) return e;
-  return import(api, token, *dev, handle);
+  return import(api, token, *dev, handle,
+                fabric(shareType) ? static_cast<const uint8_t*>(shareableHandle) : nullptr);
   ACLVMM_API_EXIT();
 }
 

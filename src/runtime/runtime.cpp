@@ -491,6 +491,48 @@ StatusOr<uint64_t> Runtime::create_context_locked(int physical_device, bool prim
   return token;
 }
 
+bool Runtime::driver_memory_info(int physical_device, int attr, size_t* free, size_t* total,
+                                 Status* error) const {
+  const std::shared_ptr<dev::DeviceBackend> backend = device_;
+  if (!backend || !backend->capabilities().driver_reports_machine) return false;
+  // hal.md §3.10: which MEM_INFO_TYPE an aclrtMemAttr asks for, and which fields answer it.
+  dev::MemoryKind kind = dev::MemoryKind::kHbm;
+  switch (attr) {
+    case 0: case 2: case 3: kind = dev::MemoryKind::kDdr; break;
+    case 6: case 7: kind = dev::MemoryKind::kP2pDdr; break;
+    case 8: case 9: case 11: case 15: case 16: case 17: kind = dev::MemoryKind::kP2pHbm; break;
+    default: kind = dev::MemoryKind::kHbm; break;
+  }
+  dev::MemoryInfo info;
+  const dev::Result r = backend->devices().memory_info(physical_device, kind, &info);
+  if (!r.ok()) {
+    *error = device_error(*backend, r, "the driver reported no memory information");
+    return true;
+  }
+  // The interface's total/free are both pools together (the backend added the driver's normal
+  // and huge pools), so the normal pool alone is what the huge one leaves.
+  switch (attr) {
+    case 0: case 1:  // DDR, HBM: both page pools
+      *free = info.free;
+      *total = info.total;
+      break;
+    case 2: case 4: case 6: case 8: case 13: case 16:  // the *_HUGE attributes
+      *free = info.huge_free;
+      *total = info.huge_total;
+      break;
+    case 10: case 11: case 14: case 17:  // the *_HUGE1G attributes
+      *free = info.giant_free;
+      *total = info.giant_total;
+      break;
+    default:  // the *_NORMAL attributes: the normal pool
+      *free = info.free - info.huge_free;
+      *total = info.total - info.huge_total;
+      break;
+  }
+  *error = Status::Ok();
+  return true;
+}
+
 void Runtime::close_device_locked(int physical_device) {
   mu_.assert_held();
   Device& d = devices_[physical_device];

@@ -76,6 +76,10 @@ class Runtime final : public RuntimeServices {
   // The device backend (docs/device-interface.md), opened at each start with that start's
   // configuration and let go at teardown; memory still held then keeps it alive (DeviceMemory).
   const std::shared_ptr<dev::DeviceBackend>& device() const override { return device_; }
+  // aclrtGetMemInfo as a driver that reports the machine (hal) answers it (halMemGetInfo with
+  // the type and fields of hal.md §3.10); false when the started backend is a software one.
+  bool driver_memory_info(int physical_device, int attr, size_t* free, size_t* total,
+                          Status* error) const;
   // The bare tgid as a driver that reports the machine (hal) gives it (drvDeviceGetBareTgid,
   // hal.md §3.10); false when the started backend is a software one or none is started.
   bool driver_bare_tgid(int32_t* out) const {

@@ -217,7 +217,8 @@ void ShareService::adopt_import(const dev::ImportedMemory& imported, int physica
   phys->size = props.size;
 }
 
-StatusOr<uint64_t> ShareService::import(uint64_t token, int physical_device) {
+StatusOr<uint64_t> ShareService::import(uint64_t token, int physical_device,
+                                         const uint8_t* fabric) {
   dev::Sharing* sharing = this->sharing();
   if (sharing == nullptr) return no_backend();
   {
@@ -234,7 +235,14 @@ StatusOr<uint64_t> ShareService::import(uint64_t token, int physical_device) {
     return Error(ACL_ERROR_RT_MEMORY_ALLOCATION, "no memory for the imported handle");
   }
   dev::ImportedMemory imported;
-  const dev::Result r = sharing->import_memory(dev::ShareToken{token}, physical_device, &imported);
+  dev::Result r;
+  if (fabric != nullptr) {
+    dev::FabricToken blob;
+    std::memcpy(blob.bytes, fabric, sizeof blob.bytes);
+    r = sharing->import_fabric(blob, physical_device, &imported);
+  } else {
+    r = sharing->import_memory(dev::ShareToken{token}, physical_device, &imported);
+  }
   if (!r.ok()) {
     const std::string detail = devices_->device()->describe(r);
     switch (r.errno_value()) {

@@ -47,7 +47,10 @@ class ShareService {
   StatusOr<uint64_t> token_of_fabric(const uint8_t* blob);
   Status set_pids(uint64_t token, const int32_t* pids, uint32_t count);
   // Imports onto `physical_device`; the new (or re-imported) handle's token.
-  StatusOr<uint64_t> import(uint64_t token, int physical_device);
+  // `fabric`: the 128-byte FABRIC handle `token` was read from (V2 FABRIC imports), handed to
+  // the backend's import_fabric so that a driver sees the call the vendor makes (hal.md §3.5);
+  // nullptr for V1 and V2 DEFAULT.
+  StatusOr<uint64_t> import(uint64_t token, int physical_device, const uint8_t* fabric = nullptr);
 
   // The handle is gone: its export record and its import record are dropped (the backend ends
   // the export itself when the memory is released).

@@ -153,8 +153,12 @@ drvError_t mem_info(DVdevice dev, unsigned type, MemInfo* info) {
     return from_result(r);
   }
   std::memset(info, 0, sizeof *info);
-  info->phy_info = MemPhyInfo{m.total, m.free, m.huge_total, m.huge_free, m.giant_total,
-                              m.giant_free};
+  // The emulator keeps one pool and reports it whole as each page size. A driver keeps its pools
+  // apart and the runtime adds the normal and the huge one for ACL_HBM_MEM (hal.md §3.10), so
+  // the bytes go to the huge pool alone, where every ACL request lands (§3.1: normal requests
+  // are promoted to 2 MiB pages); the normal pool is empty. 1 GiB pages come out of the same
+  // bytes, as on the emulator.
+  info->phy_info = MemPhyInfo{0, 0, m.huge_total, m.huge_free, m.giant_total, m.giant_free};
   return DRV_ERROR_NONE;
 }
 

@@ -130,7 +130,7 @@ TEST(FakeHalAlloc, Refusals) {
   // Memory runs out and comes back: the huge -> normal retry of §3.12 sees the same.
   MemInfo info{};
   ASSERT_EQ(halMemGetInfo(0, MEM_INFO_TYPE_HBM_SIZE, &info), DRV_ERROR_NONE);
-  ASSERT_EQ(halMemAlloc(&p, info.phy_info.free - kMiB, kHugeFirst), DRV_ERROR_NONE);
+  ASSERT_EQ(halMemAlloc(&p, info.phy_info.huge_free - kMiB, kHugeFirst), DRV_ERROR_NONE);
   void* q = nullptr;
   EXPECT_EQ(halMemAlloc(&q, 4 * kMiB, kHugeFirst), DRV_ERROR_OUT_OF_MEMORY);
   EXPECT_EQ(halMemAlloc(&q, 4 * kMiB, kNormalOnly), DRV_ERROR_OUT_OF_MEMORY);

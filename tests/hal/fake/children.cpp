@@ -106,7 +106,7 @@ int child_config(int argc, char** argv) {
   FAKEHAL_CHILD_CHECK(open_device(count - 1) == DRV_ERROR_NONE);
   MemInfo info{};
   FAKEHAL_CHILD_CHECK(halMemGetInfo(count - 1, MEM_INFO_TYPE_HBM_SIZE, &info) == DRV_ERROR_NONE);
-  FAKEHAL_CHILD_CHECK(info.phy_info.total == memory && info.phy_info.free == memory);
+  FAKEHAL_CHILD_CHECK(info.phy_info.huge_total == memory && info.phy_info.huge_free == memory);
   FAKEHAL_CHILD_CHECK(close_device(count - 1) == DRV_ERROR_NONE);
   return 0;
 }
@@ -222,12 +222,12 @@ int child_oom() {
                       DRV_ERROR_OUT_OF_MEMORY);
   MemInfo info{};
   FAKEHAL_CHILD_CHECK(halMemGetInfo(0, MEM_INFO_TYPE_HBM_SIZE, &info) == DRV_ERROR_NONE);
-  FAKEHAL_CHILD_CHECK(info.phy_info.total == 64 * kMiB && info.phy_info.free == 0);
+  FAKEHAL_CHILD_CHECK(info.phy_info.huge_total == 64 * kMiB && info.phy_info.huge_free == 0);
   FAKEHAL_CHILD_CHECK(halMemRelease(h) == DRV_ERROR_NONE);
   FAKEHAL_CHILD_CHECK(halMemAlloc(&p, 2 * kMiB, 0x2100000000924400ull) == DRV_ERROR_NONE);
   FAKEHAL_CHILD_CHECK(halMemFree(p) == DRV_ERROR_NONE);
   FAKEHAL_CHILD_CHECK(halMemGetInfo(0, MEM_INFO_TYPE_HBM_SIZE, &info) == DRV_ERROR_NONE);
-  FAKEHAL_CHILD_CHECK(info.phy_info.free == 64 * kMiB);
+  FAKEHAL_CHILD_CHECK(info.phy_info.huge_free == 64 * kMiB);
   FAKEHAL_CHILD_CHECK(close_device(0) == DRV_ERROR_NONE);
   return 0;
 }

@@ -213,16 +213,16 @@ TEST(FakeHalDevices, MemoryInformationFollowsAllocations) {
   ASSERT_TRUE(open.ok());
   MemInfo before{}, after{};
   ASSERT_EQ(halMemGetInfo(0, MEM_INFO_TYPE_HBM_SIZE, &before), DRV_ERROR_NONE);
-  EXPECT_EQ(before.phy_info.total, 64 * kGiB);
+  EXPECT_EQ(before.phy_info.huge_total, 64 * kGiB);
   EXPECT_EQ(before.phy_info.huge_total, 64 * kGiB);
   drv_mem_handle_t* h = nullptr;
   const drv_mem_prop prop = device_prop(0);
   ASSERT_EQ(halMemCreate(&h, 32 * kMiB, &prop, 0), DRV_ERROR_NONE);
   ASSERT_EQ(halMemGetInfo(0, MEM_INFO_TYPE_HBM_P2P_SIZE, &after), DRV_ERROR_NONE);
-  EXPECT_EQ(after.phy_info.free + 32 * kMiB, before.phy_info.free);
+  EXPECT_EQ(after.phy_info.huge_free + 32 * kMiB, before.phy_info.huge_free);
   EXPECT_EQ(halMemRelease(h), DRV_ERROR_NONE);
   ASSERT_EQ(halMemGetInfo(0, MEM_INFO_TYPE_DDR_SIZE, &after), DRV_ERROR_NONE);
-  EXPECT_GT(after.phy_info.total, 0u);  // the host's memory
+  EXPECT_GT(after.phy_info.huge_total, 0u);  // the host's memory
   EXPECT_EQ(halMemGetInfo(0, MEM_INFO_TYPE_ADDR_CHECK, &after), DRV_ERROR_NOT_SUPPORT);
   EXPECT_EQ(halMemGetInfo(0, 12, &after), DRV_ERROR_NOT_SUPPORT);
   EXPECT_EQ(halMemGetInfo(64, MEM_INFO_TYPE_HBM_SIZE, &after), DRV_ERROR_INVALID_VALUE);
