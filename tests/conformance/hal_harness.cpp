@@ -37,6 +37,7 @@
 #include <vector>
 
 #include "conformance/harness.h"
+#include "conformance/pipe_peer.h"
 #include "drivers/hal/hal_decls.h"
 
 namespace aclvmm::conformance {
@@ -345,64 +346,12 @@ dev::Result open_with_devices(int32_t count, dev::BackendListener* listener,
 
 // ---- the second process (PeerProcess): a forked child that opens a hal backend of its own (the
 // fake starts a forked child with no device open, hal.md §1.4) and obeys the parent's calls, one
-// fixed-size message each way over two pipes, as emu_peer.cpp does for emu.
+// fixed-size message each way over two pipes (pipe_peer.h), as for emu.
 
-enum class Op : uint32_t {
-  kImport,
-  kRead,
-  kFill,
-  kSetPids,
-  kExportNew,
-  kImportKey,
-  kSetKeyPids,
-  kCloseKey,
-  kExit
-};
-
-struct Call {
-  Op op;
-  int32_t device;
-  uint64_t token;
-  uint64_t offset;
-  uint64_t size;
-  int32_t pid;
-  uint8_t value;
-  dev::IpcKey key;
-};
-
-struct Answer {
-  int32_t result;
-  uint64_t value;  // a token, an offset, or (the first answer) the peer's bare tgid
-  uint8_t bytes[256];
-};
-
-bool read_all(int fd, void* p, size_t n) {
-  auto* c = static_cast<char*>(p);
-  while (n > 0) {
-    const ssize_t got = ::read(fd, c, n);
-    if (got <= 0) {
-      if (got < 0 && errno == EINTR) continue;
-      return false;
-    }
-    c += got;
-    n -= static_cast<size_t>(got);
-  }
-  return true;
-}
-
-bool write_all(int fd, const void* p, size_t n) {
-  const auto* c = static_cast<const char*>(p);
-  while (n > 0) {
-    const ssize_t put = ::write(fd, c, n);
-    if (put <= 0) {
-      if (put < 0 && errno == EINTR) continue;
-      return false;
-    }
-    c += put;
-    n -= static_cast<size_t>(put);
-  }
-  return true;
-}
+using pipe_peer::Answer;
+using pipe_peer::Call;
+using pipe_peer::Op;
+using pipe_peer::write_all;
 
 // The child's side: first answers with its backend's result and bare tgid, then serves calls
 // until kExit or the parent goes. The process ends without releasing anything.
@@ -417,7 +366,7 @@ bool write_all(int fd, const void* p, size_t n) {
   const Driver& d = machine.driver;
   dev::PhysicalId imported;
   Call call{};
-  while (read_all(in, &call, sizeof call)) {
+  while (pipe_peer::read_all(in, &call, sizeof call)) {
     Answer answer{};
     dev::Result r;
     switch (call.op) {
@@ -477,108 +426,9 @@ bool write_all(int fd, const void* p, size_t n) {
   ::_exit(0);
 }
 
-class HalPeer final : public PeerProcess {
- public:
-  HalPeer(pid_t child, int to, int from, int32_t tgid)
-      : child_(child), to_(to), from_(from), tgid_(tgid) {}
-  ~HalPeer() override { exit(); }
-
-  int32_t pid() override { return tgid_; }
-  dev::Result import(dev::ShareToken token, dev::DeviceIndex device) override {
-    return call({Op::kImport, device, token.value, 0, 0, 0, 0, {}}, nullptr);
-  }
-  dev::Result read(uint64_t offset, void* dst, size_t n) override {
-    Answer a{};
-    if (n > sizeof a.bytes) return dev::Result::from_errno(EINVAL);
-    const dev::Result r = call({Op::kRead, 0, 0, offset, n, 0, 0, {}}, &a);
-    std::memcpy(dst, a.bytes, n);
-    return r;
-  }
-  dev::Result fill(uint64_t offset, size_t n, uint8_t value) override {
-    return call({Op::kFill, 0, 0, offset, n, 0, value, {}}, nullptr);
-  }
-  dev::Result set_pids(dev::ShareToken token, int32_t pid) override {
-    return call({Op::kSetPids, 0, token.value, 0, 0, pid, 0, {}}, nullptr);
-  }
-  dev::Result export_new(dev::DeviceIndex device, uint64_t size, uint8_t value, int32_t pid,
-                         dev::ShareToken* out) override {
-    Answer a{};
-    const dev::Result r = call({Op::kExportNew, device, 0, 0, size, pid, value, {}}, &a);
-    out->value = a.value;
-    return r;
-  }
-  dev::Result import_key(const dev::IpcKey& key, dev::DeviceIndex device,
-                         uint64_t* offset) override {
-    Answer a{};
-    const dev::Result r = call({Op::kImportKey, device, 0, 0, 0, 0, 0, key}, &a);
-    *offset = a.value;
-    return r;
-  }
-  dev::Result set_key_pids(const dev::IpcKey& key, int32_t pid) override {
-    return call({Op::kSetKeyPids, 0, 0, 0, 0, pid, 0, key}, nullptr);
-  }
-  dev::Result close_key(const dev::IpcKey& key) override {
-    return call({Op::kCloseKey, 0, 0, 0, 0, 0, 0, key}, nullptr);
-  }
-  void exit() override {
-    if (child_ <= 0) return;
-    const Call bye{Op::kExit, 0, 0, 0, 0, 0, 0, {}};
-    (void)write_all(to_, &bye, sizeof bye);
-    ::close(to_);
-    ::close(from_);
-    int status = 0;
-    (void)::waitpid(child_, &status, 0);
-    child_ = -1;
-  }
-
- private:
-  dev::Result call(const Call& c, Answer* answer) {
-    Answer local{};
-    Answer* a = answer ? answer : &local;
-    if (child_ <= 0 || !write_all(to_, &c, sizeof c) || !read_all(from_, a, sizeof *a)) {
-      return dev::Result::from_errno(EPIPE);
-    }
-    return dev::Result::from_raw(a->result);
-  }
-
-  pid_t child_;
-  int to_;
-  int from_;
-  int32_t tgid_;
-};
-
 std::unique_ptr<PeerProcess> start_hal_peer(const Machine& machine, dev::DeviceBackend& current) {
-  int down[2], up[2];
-  if (::pipe(down) != 0) return nullptr;
-  if (::pipe(up) != 0) {
-    ::close(down[0]);
-    ::close(down[1]);
-    return nullptr;
-  }
-  current.prepare_fork();
-  const pid_t child = ::fork();
-  if (child != 0) current.after_fork_parent();
-  if (child < 0) {
-    for (int fd : {down[0], down[1], up[0], up[1]}) ::close(fd);
-    return nullptr;
-  }
-  if (child == 0) {
-    current.after_fork_child();  // hal's hooks hold nothing: the driver resets itself
-    ::close(down[1]);
-    ::close(up[0]);
-    serve(machine, down[0], up[1]);
-  }
-  ::close(down[0]);
-  ::close(up[1]);
-  Answer hello{};
-  if (!read_all(up[0], &hello, sizeof hello) || hello.result != 0) {
-    ::close(down[1]);
-    ::close(up[0]);
-    int status = 0;
-    (void)::waitpid(child, &status, 0);
-    return nullptr;
-  }
-  return std::make_unique<HalPeer>(child, down[1], up[0], static_cast<int32_t>(hello.value));
+  // hal's fork hooks hold nothing: the fake driver library resets itself in the child.
+  return pipe_peer::start(current, [&machine](int in, int out) { serve(machine, in, out); });
 }
 
 // ---- the harness
