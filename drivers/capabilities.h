@@ -50,6 +50,9 @@ struct Capabilities {
   bool sharing = false;             // export / set-pid / import of DEFAULT tokens
   bool fabric_sharing = false;      // FABRIC blobs (needs a server id: DeviceProperties)
   bool disable_validation = false;  // Sharing::disable_validation (NO_WLIST attribute)
+  // The driver tells a DEFAULT token's exporting device (halMemShareHandleInfoGet, halGetHostID):
+  // a V2 DEFAULT import needs it, a V1 import goes on without it (hal.md §3.5).
+  bool token_exporter_query = true;
   bool ipc_keys = false;            // Sharing::ipc_* (IPC memory by key, halShmem*)
 
   // ---- unified memory (unified_memory.h)
@@ -65,6 +68,9 @@ struct Capabilities {
   // The driver reports the machine: the device count and SoC come from DeviceManager, and
   // ACLVMM_DEVICE_COUNT / ACLVMM_SOC do not apply (hal.md §1.5). Software backends are told.
   bool driver_reports_machine = false;
+  // The vendor runtime shares the driver in this process and owns devices, contexts, streams and
+  // kernels (hal.md §6): the core forwards those calls to it and opens no device itself.
+  bool beside_vendor_runtime = false;
 };
 
 }  // namespace aclvmm::dev

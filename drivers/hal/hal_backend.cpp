@@ -39,11 +39,13 @@ Capabilities capabilities_of(const HalFunctions& fn, bool standalone, bool giant
                      fn.halMemImportFromShareableHandleV2 != nullptr &&
                      fn.halMemTransShareableHandle != nullptr;
   c.disable_validation = fn.halMemShareHandleSetAttribute != nullptr;
+  c.token_exporter_query = fn.halMemShareHandleInfoGet != nullptr && fn.halGetHostID != nullptr;
   c.ipc_keys = false;  // halShmem* is not part of hal.md
   c.managed_memory = fn.halMemManagedPrefetch != nullptr;
   c.managed_residency = c.managed_memory;
   c.managed_write_tracking = c.managed_memory;
   c.authoritative_queries = !standalone;
+  c.beside_vendor_runtime = !standalone;
   c.driver_reports_machine = true;
   return c;
 }

@@ -1,5 +1,6 @@
 // Contexts.
 #include "api/api_common.h"
+#include "api/api_forward.h"
 #include "runtime/runtime.h"
 
 using namespace aclvmm;
@@ -8,6 +9,7 @@ extern "C" {
 
 aclError aclrtCreateContext(aclrtContext* context, int32_t deviceId) {
   ACLVMM_API_ENTER("aclrtCreateContext");
+  ACLVMM_FORWARD(aclrtCreateContext, context, deviceId);
   ACLVMM_REQUIRE_NOT_NULL(api, context);
   Runtime& rt = Runtime::get();
   auto dev = rt.physical_device(deviceId);
@@ -21,6 +23,7 @@ aclError aclrtCreateContext(aclrtContext* context, int32_t deviceId) {
 
 aclError aclrtDestroyContext(aclrtContext context) {
   ACLVMM_API_ENTER("aclrtDestroyContext");
+  ACLVMM_FORWARD(aclrtDestroyContext, context);
   ACLVMM_REQUIRE_NOT_NULL(api, context);
   return api::finish(api, Runtime::get().destroy_context(api::token(context)));
   ACLVMM_API_EXIT();
@@ -28,6 +31,7 @@ aclError aclrtDestroyContext(aclrtContext context) {
 
 aclError aclrtSetCurrentContext(aclrtContext context) {
   ACLVMM_API_ENTER("aclrtSetCurrentContext");
+  ACLVMM_FORWARD(aclrtSetCurrentContext, context);
   ACLVMM_REQUIRE_NOT_NULL(api, context);
   return api::finish(api, Runtime::get().set_current_context(api::token(context)));
   ACLVMM_API_EXIT();
@@ -35,6 +39,7 @@ aclError aclrtSetCurrentContext(aclrtContext context) {
 
 aclError aclrtGetCurrentContext(aclrtContext* context) {
   ACLVMM_API_ENTER("aclrtGetCurrentContext");
+  ACLVMM_FORWARD(aclrtGetCurrentContext, context);
   ACLVMM_REQUIRE_NOT_NULL(api, context);
   auto ctx = Runtime::get().current_context();
   if (!ctx.ok()) return api::finish(api, ctx.status());

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "api/api_common.h"
+#include "api/api_forward.h"
 #include "runtime/device_ids.h"
 #include "runtime/runtime.h"
 
@@ -70,24 +71,48 @@ extern "C" {
 
 aclError aclrtSetDevice(int32_t deviceId) {
   ACLVMM_API_ENTER("aclrtSetDevice");
-  return api::finish(api, Runtime::get().set_device(deviceId));
+  Runtime& rt = Runtime::get();
+  if (rt.beside_vendor()) {
+    // The vendor opens the device (hal.md §6.2 rule 2); aclvmm counts the reference.
+    ACLVMM_VENDOR_FUNCTION(aclrtSetDevice);
+    const aclError code =
+        api::call_vendor<decltype(&aclrtSetDevice)>(api, aclvmm_vendor_, deviceId);
+    return code != ACL_SUCCESS ? code : api::finish(api, rt.forwarded_set_device(deviceId));
+  }
+  return api::finish(api, rt.set_device(deviceId));
   ACLVMM_API_EXIT();
 }
 
 aclError aclrtResetDevice(int32_t deviceId) {
   ACLVMM_API_ENTER("aclrtResetDevice");
-  return api::finish(api, Runtime::get().reset_device(deviceId, false));
+  Runtime& rt = Runtime::get();
+  if (rt.beside_vendor()) {
+    ACLVMM_VENDOR_FUNCTION(aclrtResetDevice);
+    const aclError code =
+        api::call_vendor<decltype(&aclrtResetDevice)>(api, aclvmm_vendor_, deviceId);
+    return code != ACL_SUCCESS ? code
+                               : api::finish(api, rt.forwarded_reset_device(deviceId, false));
+  }
+  return api::finish(api, rt.reset_device(deviceId, false));
   ACLVMM_API_EXIT();
 }
 
 aclError aclrtResetDeviceForce(int32_t deviceId) {
   ACLVMM_API_ENTER("aclrtResetDeviceForce");
-  return api::finish(api, Runtime::get().reset_device(deviceId, true));
+  Runtime& rt = Runtime::get();
+  if (rt.beside_vendor()) {
+    ACLVMM_VENDOR_FUNCTION(aclrtResetDeviceForce);
+    const aclError code =
+        api::call_vendor<decltype(&aclrtResetDeviceForce)>(api, aclvmm_vendor_, deviceId);
+    return code != ACL_SUCCESS ? code : api::finish(api, rt.forwarded_reset_device(deviceId, true));
+  }
+  return api::finish(api, rt.reset_device(deviceId, true));
   ACLVMM_API_EXIT();
 }
 
 aclError aclrtGetDevice(int32_t* deviceId) {
   ACLVMM_API_ENTER("aclrtGetDevice");
+  ACLVMM_FORWARD(aclrtGetDevice, deviceId);
   ACLVMM_REQUIRE_NOT_NULL(api, deviceId);
   Runtime& rt = Runtime::get();
   auto dev = rt.current_device();
@@ -99,6 +124,7 @@ aclError aclrtGetDevice(int32_t* deviceId) {
 
 aclError aclrtGetDeviceCount(uint32_t* count) {
   ACLVMM_API_ENTER("aclrtGetDeviceCount");
+  ACLVMM_FORWARD(aclrtGetDeviceCount, count);
   ACLVMM_REQUIRE_NOT_NULL(api, count);
   Runtime& rt = Runtime::get();
   if (!rt.config().visible_error.empty()) {
@@ -111,12 +137,14 @@ aclError aclrtGetDeviceCount(uint32_t* count) {
 
 aclError aclrtSynchronizeDevice(void) {
   ACLVMM_API_ENTER("aclrtSynchronizeDevice");
+  ACLVMM_FORWARD(aclrtSynchronizeDevice);
   return api::finish(api, Runtime::get().synchronize_device());
   ACLVMM_API_EXIT();
 }
 
 aclError aclrtSynchronizeDeviceWithTimeout(int32_t timeout) {
   ACLVMM_API_ENTER("aclrtSynchronizeDeviceWithTimeout");
+  ACLVMM_FORWARD(aclrtSynchronizeDeviceWithTimeout, timeout);
   // The vendor's ACL layer answers this one with 107000 itself, not 100000.
   if (timeout < -1) {
     return api::finish(api, Error(ACL_ERROR_RT_PARAM_INVALID,
@@ -129,6 +157,7 @@ aclError aclrtSynchronizeDeviceWithTimeout(int32_t timeout) {
 
 aclError aclrtDeviceCanAccessPeer(int32_t* canAccessPeer, int32_t deviceId, int32_t peerDeviceId) {
   ACLVMM_API_ENTER("aclrtDeviceCanAccessPeer");
+  ACLVMM_FORWARD(aclrtDeviceCanAccessPeer, canAccessPeer, deviceId, peerDeviceId);
   ACLVMM_REQUIRE_NOT_NULL(api, canAccessPeer);
   if (deviceId == peerDeviceId) return api::invalid(api, "deviceId and peerDeviceId must differ");
   Runtime& rt = Runtime::get();
@@ -155,6 +184,13 @@ static aclError peer_access(const char* api, int32_t peerDeviceId, bool enable) 
 
 aclError aclrtDeviceEnablePeerAccess(int32_t peerDeviceId, uint32_t flags) {
   ACLVMM_API_ENTER("aclrtDeviceEnablePeerAccess");
+  if (Runtime::get().beside_vendor()) {
+    // The vendor enables the link; aclvmm's copy checks learn of it (peer_access below).
+    ACLVMM_VENDOR_FUNCTION(aclrtDeviceEnablePeerAccess);
+    const aclError code = api::call_vendor<decltype(&aclrtDeviceEnablePeerAccess)>(
+        api, aclvmm_vendor_, peerDeviceId, flags);
+    if (code != ACL_SUCCESS) return code;
+  }
   if (flags != 0) {
     return api::fail(api, ACL_ERROR_FEATURE_UNSUPPORTED, "flags must be 0, got " + std::to_string(flags));
   }
@@ -164,6 +200,12 @@ aclError aclrtDeviceEnablePeerAccess(int32_t peerDeviceId, uint32_t flags) {
 
 aclError aclrtDeviceDisablePeerAccess(int32_t peerDeviceId) {
   ACLVMM_API_ENTER("aclrtDeviceDisablePeerAccess");
+  if (Runtime::get().beside_vendor()) {
+    ACLVMM_VENDOR_FUNCTION(aclrtDeviceDisablePeerAccess);
+    const aclError code = api::call_vendor<decltype(&aclrtDeviceDisablePeerAccess)>(
+        api, aclvmm_vendor_, peerDeviceId);
+    if (code != ACL_SUCCESS) return code;
+  }
   return peer_access(api, peerDeviceId, false);
   ACLVMM_API_EXIT();
 }
@@ -203,6 +245,7 @@ aclError aclrtGetMemInfo(aclrtMemAttr attr, size_t* free, size_t* total) {
 
 aclError aclrtDeviceGetUuid(int32_t deviceId, aclrtUuid* uuid) {
   ACLVMM_API_ENTER("aclrtDeviceGetUuid");
+  ACLVMM_FORWARD(aclrtDeviceGetUuid, deviceId, uuid);
   ACLVMM_REQUIRE_NOT_NULL(api, uuid);
   auto dev = Runtime::get().physical_device(deviceId);
   if (!dev.ok()) return api::finish(api, dev.status());
@@ -227,12 +270,14 @@ aclError aclrtDeviceGetBareTgid(int32_t* pid) {
 
 aclError aclrtGetLogicDevIdByUserDevId(const int32_t userDevid, int32_t* const logicDevId) {
   ACLVMM_API_ENTER("aclrtGetLogicDevIdByUserDevId");
+  ACLVMM_FORWARD(aclrtGetLogicDevIdByUserDevId, userDevid, logicDevId);
   return convert_id(api, userDevid, logicDevId, &device_ids::logical_from_user);
   ACLVMM_API_EXIT();
 }
 
 aclError aclrtGetUserDevIdByLogicDevId(const int32_t logicDevId, int32_t* const userDevid) {
   ACLVMM_API_ENTER("aclrtGetUserDevIdByLogicDevId");
+  ACLVMM_FORWARD(aclrtGetUserDevIdByLogicDevId, logicDevId, userDevid);
   return convert_id(api, logicDevId, userDevid, &device_ids::user_from_logical);
   ACLVMM_API_EXIT();
 }
@@ -240,24 +285,28 @@ aclError aclrtGetUserDevIdByLogicDevId(const int32_t logicDevId, int32_t* const 
 // The vendor's documented quirk: the "logic <-> phy" pair takes and returns user ids.
 aclError aclrtGetPhyDevIdByLogicDevId(const int32_t logicDevId, int32_t* const phyDevId) {
   ACLVMM_API_ENTER("aclrtGetPhyDevIdByLogicDevId");
+  ACLVMM_FORWARD(aclrtGetPhyDevIdByLogicDevId, logicDevId, phyDevId);
   return convert_id(api, logicDevId, phyDevId, &device_ids::physical_from_user);
   ACLVMM_API_EXIT();
 }
 
 aclError aclrtGetLogicDevIdByPhyDevId(const int32_t phyDevId, int32_t* const logicDevId) {
   ACLVMM_API_ENTER("aclrtGetLogicDevIdByPhyDevId");
+  ACLVMM_FORWARD(aclrtGetLogicDevIdByPhyDevId, phyDevId, logicDevId);
   return convert_id(api, phyDevId, logicDevId, &device_ids::user_from_physical);
   ACLVMM_API_EXIT();
 }
 
 aclError aclrtGetPhyDevIdByUserDevId(const int32_t userDevId, int32_t* const phyDevId) {
   ACLVMM_API_ENTER("aclrtGetPhyDevIdByUserDevId");
+  ACLVMM_FORWARD(aclrtGetPhyDevIdByUserDevId, userDevId, phyDevId);
   return convert_id(api, userDevId, phyDevId, &device_ids::physical_from_user);
   ACLVMM_API_EXIT();
 }
 
 aclError aclrtGetUserDevIdByPhyDevId(const int32_t phyDevId, int32_t* const userDevId) {
   ACLVMM_API_ENTER("aclrtGetUserDevIdByPhyDevId");
+  ACLVMM_FORWARD(aclrtGetUserDevIdByPhyDevId, phyDevId, userDevId);
   return convert_id(api, phyDevId, userDevId, &device_ids::user_from_physical);
   ACLVMM_API_EXIT();
 }

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "api/api_common.h"
+#include "api/api_forward.h"
 #include "runtime/runtime.h"
 
 using namespace aclvmm;
@@ -12,6 +13,7 @@ extern "C" {
 
 aclError aclrtHostRegister(void* ptr, uint64_t size, aclrtHostRegisterType type, void** devPtr) {
   ACLVMM_API_ENTER("aclrtHostRegister");
+  ACLVMM_FORWARD(aclrtHostRegister, ptr, size, type, devPtr);
   ACLVMM_REQUIRE_NOT_NULL(api, ptr);
   ACLVMM_REQUIRE_NOT_NULL(api, devPtr);
   if (size == 0) return api::invalid(api, "size must not be 0");
@@ -36,6 +38,7 @@ aclError aclrtHostRegister(void* ptr, uint64_t size, aclrtHostRegisterType type,
 
 aclError aclrtHostRegisterV2(void* ptr, uint64_t size, uint32_t flag) {
   ACLVMM_API_ENTER("aclrtHostRegisterV2");
+  ACLVMM_FORWARD(aclrtHostRegisterV2, ptr, size, flag);
   ACLVMM_REQUIRE_NOT_NULL(api, ptr);
   if (size == 0) return api::invalid(api, "size must not be 0");
   constexpr uint32_t kKnown = ACL_HOST_REG_MAPPED | ACL_HOST_REG_IOMEMORY | ACL_HOST_REG_READONLY |
@@ -58,6 +61,7 @@ aclError aclrtHostRegisterV2(void* ptr, uint64_t size, uint32_t flag) {
 
 aclError aclrtHostGetDevicePointer(void* pHost, void** pDevice, uint32_t flag) {
   ACLVMM_API_ENTER("aclrtHostGetDevicePointer");
+  ACLVMM_FORWARD(aclrtHostGetDevicePointer, pHost, pDevice, flag);
   ACLVMM_REQUIRE_NOT_NULL(api, pHost);
   ACLVMM_REQUIRE_NOT_NULL(api, pDevice);
   if (flag != 0) return api::invalid(api, "flag must be 0");
@@ -70,6 +74,7 @@ aclError aclrtHostGetDevicePointer(void* pHost, void** pDevice, uint32_t flag) {
 
 aclError aclrtHostUnregister(void* ptr) {
   ACLVMM_API_ENTER("aclrtHostUnregister");
+  ACLVMM_FORWARD(aclrtHostUnregister, ptr);
   ACLVMM_REQUIRE_NOT_NULL(api, ptr);
   return api::finish(api, Runtime::get().vmm().host_unregister(api::addr(ptr)));
   ACLVMM_API_EXIT();

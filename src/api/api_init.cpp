@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "api/api_common.h"
+#include "api/api_forward.h"
 #include "api/error_message.h"
 #include "runtime/runtime.h"
 
@@ -33,13 +34,29 @@ aclError aclInit(const char* configPath) {
   // The environment (and with it ACLVMM_FAULTS) is read by the start, so a rule for aclInit fires
   // too.
   ACLVMM_API_ENTER("aclInit");
-  return api::finish(api, Runtime::get().init(configPath));
+  Runtime& rt = Runtime::get();
+  if (rt.beside_vendor()) {
+    // Both runtimes start: the vendor's first, as it owns the devices aclvmm's calls will use.
+    ACLVMM_VENDOR_FUNCTION(aclInit);
+    const aclError code = api::call_vendor<decltype(&aclInit)>(api, aclvmm_vendor_, configPath);
+    if (code != ACL_SUCCESS) return code;
+  }
+  return api::finish(api, rt.init(configPath));
   ACLVMM_API_EXIT();
 }
 
 aclError aclFinalize() {
   ACLVMM_API_GUARD("aclFinalize");
-  return api::finish(api, Runtime::get().finalize());
+  Runtime& rt = Runtime::get();
+  if (rt.beside_vendor()) {
+    // aclvmm releases what it made while the vendor's devices are still open, then the vendor
+    // finalises.
+    const Status own = rt.finalize();
+    ACLVMM_VENDOR_FUNCTION(aclFinalize);
+    const aclError code = api::call_vendor<decltype(&aclFinalize)>(api, aclvmm_vendor_);
+    return code != ACL_SUCCESS ? code : api::finish(api, own);
+  }
+  return api::finish(api, rt.finalize());
   ACLVMM_API_EXIT();
 }
 

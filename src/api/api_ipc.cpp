@@ -5,6 +5,7 @@
 #include <string>
 
 #include "api/api_common.h"
+#include "api/api_forward.h"
 #include "runtime/runtime.h"
 
 using namespace aclvmm;
@@ -21,6 +22,7 @@ extern "C" {
 
 aclError aclrtIpcMemGetExportKey(void* devPtr, size_t size, char* key, size_t len, uint64_t flags) {
   ACLVMM_API_ENTER("aclrtIpcMemGetExportKey");
+  ACLVMM_FORWARD(aclrtIpcMemGetExportKey, devPtr, size, key, len, flags);
   ACLVMM_REQUIRE_NOT_NULL(api, devPtr);
   ACLVMM_REQUIRE_NOT_NULL(api, key);
   if (size == 0) return param(api, "size must not be 0");
@@ -40,6 +42,7 @@ aclError aclrtIpcMemGetExportKey(void* devPtr, size_t size, char* key, size_t le
 
 aclError aclrtIpcMemSetImportPid(const char* key, int32_t* pid, size_t num) {
   ACLVMM_API_ENTER("aclrtIpcMemSetImportPid");
+  ACLVMM_FORWARD(aclrtIpcMemSetImportPid, key, pid, num);
   ACLVMM_REQUIRE_NOT_NULL(api, key);
   ACLVMM_REQUIRE_NOT_NULL(api, pid);
   // The runtime converts num to int32_t: 0 and counts of 2^31 or more are no count.
@@ -51,6 +54,7 @@ aclError aclrtIpcMemSetImportPid(const char* key, int32_t* pid, size_t num) {
 
 aclError aclrtIpcMemImportByKey(void** devPtr, const char* key, uint64_t flags) {
   ACLVMM_API_ENTER("aclrtIpcMemImportByKey");
+  ACLVMM_FORWARD(aclrtIpcMemImportByKey, devPtr, key, flags);
   ACLVMM_REQUIRE_NOT_NULL(api, devPtr);
   ACLVMM_REQUIRE_NOT_NULL(api, key);
   if (flags > ACL_RT_IPC_MEM_IMPORT_FLAG_ENABLE_PEER_ACCESS) {
@@ -66,6 +70,7 @@ aclError aclrtIpcMemImportByKey(void** devPtr, const char* key, uint64_t flags) 
 
 aclError aclrtIpcMemClose(const char* key) {
   ACLVMM_API_ENTER("aclrtIpcMemClose");
+  ACLVMM_FORWARD(aclrtIpcMemClose, key);
   ACLVMM_REQUIRE_NOT_NULL(api, key);
   return api::finish(api, Runtime::get().ipc_keys().close(key));
   ACLVMM_API_EXIT();
@@ -73,6 +78,7 @@ aclError aclrtIpcMemClose(const char* key) {
 
 aclError aclrtIpcMemSetAttr(const char* key, aclrtIpcMemAttrType type, uint64_t attr) {
   ACLVMM_API_ENTER("aclrtIpcMemSetAttr");
+  ACLVMM_FORWARD(aclrtIpcMemSetAttr, key, type, attr);
   // No ACL-layer check: the runtime's come first, all 107000.
   if (key == nullptr) return param(api, "key must not be NULL");
   if (api::raw(type) != ACL_RT_IPC_MEM_ATTR_ACCESS_LINK) {
@@ -89,6 +95,7 @@ aclError aclrtIpcMemSetAttr(const char* key, aclrtIpcMemAttrType type, uint64_t 
 
 aclError aclrtIpcMemImportPidInterServer(const char* key, aclrtServerPid* serverPids, size_t num) {
   ACLVMM_API_ENTER("aclrtIpcMemImportPidInterServer");
+  ACLVMM_FORWARD(aclrtIpcMemImportPidInterServer, key, serverPids, num);
   // No ACL-layer check: the runtime's, all 107000.
   if (key == nullptr) return param(api, "key must not be NULL");
   if (serverPids == nullptr) return param(api, "serverPids must not be NULL");

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "api/api_common.h"
+#include "api/api_forward.h"
 #include "runtime/runtime.h"
 
 using namespace aclvmm;
@@ -99,6 +100,7 @@ extern "C" {
 aclError aclrtBinaryLoadFromFile(const char* binPath, aclrtBinaryLoadOptions* options,
                                  aclrtBinHandle* binHandle) {
   ACLVMM_API_ENTER("aclrtBinaryLoadFromFile");
+  ACLVMM_FORWARD(aclrtBinaryLoadFromFile, binPath, options, binHandle);
   ACLVMM_REQUIRE_NOT_NULL(api, binPath);
   ACLVMM_REQUIRE_NOT_NULL(api, binHandle);
   if (Status st = check_load_options(options); !st.ok()) return api::finish(api, st);
@@ -112,6 +114,7 @@ aclError aclrtBinaryLoadFromFile(const char* binPath, aclrtBinaryLoadOptions* op
 aclError aclrtBinaryGetFunction(const aclrtBinHandle binHandle, const char* kernelName,
                                 aclrtFuncHandle* funcHandle) {
   ACLVMM_API_ENTER("aclrtBinaryGetFunction");
+  ACLVMM_FORWARD(aclrtBinaryGetFunction, binHandle, kernelName, funcHandle);
   ACLVMM_REQUIRE_NOT_NULL(api, binHandle);
   ACLVMM_REQUIRE_NOT_NULL(api, kernelName);
   ACLVMM_REQUIRE_NOT_NULL(api, funcHandle);
@@ -124,6 +127,7 @@ aclError aclrtBinaryGetFunction(const aclrtBinHandle binHandle, const char* kern
 
 aclError aclrtBinaryUnLoad(aclrtBinHandle binHandle) {
   ACLVMM_API_ENTER("aclrtBinaryUnLoad");
+  ACLVMM_FORWARD(aclrtBinaryUnLoad, binHandle);
   ACLVMM_REQUIRE_NOT_NULL(api, binHandle);
   return api::finish(api, Runtime::get().kernels().unload(api::token(binHandle)));
   ACLVMM_API_EXIT();
@@ -131,6 +135,7 @@ aclError aclrtBinaryUnLoad(aclrtBinHandle binHandle) {
 
 aclError aclrtKernelArgsInit(aclrtFuncHandle funcHandle, aclrtArgsHandle* argsHandle) {
   ACLVMM_API_ENTER("aclrtKernelArgsInit");
+  ACLVMM_FORWARD(aclrtKernelArgsInit, funcHandle, argsHandle);
   ACLVMM_REQUIRE_NOT_NULL(api, funcHandle);
   ACLVMM_REQUIRE_NOT_NULL(api, argsHandle);
   auto args = Runtime::get().kernels().args_init(api::token(funcHandle));
@@ -143,6 +148,7 @@ aclError aclrtKernelArgsInit(aclrtFuncHandle funcHandle, aclrtArgsHandle* argsHa
 aclError aclrtKernelArgsAppend(aclrtArgsHandle argsHandle, void* param, size_t paramSize,
                                aclrtParamHandle* paramHandle) {
   ACLVMM_API_ENTER("aclrtKernelArgsAppend");
+  ACLVMM_FORWARD(aclrtKernelArgsAppend, argsHandle, param, paramSize, paramHandle);
   ACLVMM_REQUIRE_NOT_NULL(api, argsHandle);
   ACLVMM_REQUIRE_NOT_NULL(api, param);
   if (paramSize == 0) return api::invalid(api, "paramSize must not be 0");
@@ -156,6 +162,7 @@ aclError aclrtKernelArgsAppend(aclrtArgsHandle argsHandle, void* param, size_t p
 
 aclError aclrtKernelArgsFinalize(aclrtArgsHandle argsHandle) {
   ACLVMM_API_ENTER("aclrtKernelArgsFinalize");
+  ACLVMM_FORWARD(aclrtKernelArgsFinalize, argsHandle);
   ACLVMM_REQUIRE_NOT_NULL(api, argsHandle);
   return api::finish(api, Runtime::get().kernels().args_finalize(api::token(argsHandle)));
   ACLVMM_API_EXIT();
@@ -165,6 +172,8 @@ aclError aclrtLaunchKernelWithConfig(aclrtFuncHandle funcHandle, uint32_t numBlo
                                      aclrtStream stream, aclrtLaunchKernelCfg* cfg,
                                      aclrtArgsHandle argsHandle, void* reserve) {
   ACLVMM_API_ENTER("aclrtLaunchKernelWithConfig");
+  ACLVMM_FORWARD(aclrtLaunchKernelWithConfig, funcHandle, numBlocks, stream, cfg, argsHandle,
+                 reserve);
   ACLVMM_REQUIRE_NOT_NULL(api, funcHandle);
   if (numBlocks == 0) return api::invalid(api, "numBlocks must not be 0");
   ACLVMM_REQUIRE_NOT_NULL(api, argsHandle);

@@ -1,8 +1,9 @@
 // Managed (unified) memory: allocation, advice, attributes, prefetch (behavior.md section 10).
 // The ACL-layer and runtime checks are here; the migration model is vmm/managed.cpp.
-#include "api/api_common.h"
 #include <vector>
 
+#include "api/api_common.h"
+#include "api/api_forward.h"
 #include "observability/log.h"
 #include "runtime/runtime.h"
 
@@ -174,6 +175,7 @@ aclError aclrtMemManagedGetAttrs(aclrtMemManagedRangeAttribute* attributes, size
 aclError aclrtMemManagedPrefetchAsync(const void* ptr, size_t size, aclrtMemManagedLocation location,
                                       uint32_t flags, aclrtStream stream) {
   ACLVMM_API_ENTER("aclrtMemManagedPrefetchAsync");
+  ACLVMM_FORWARD(aclrtMemManagedPrefetchAsync, ptr, size, location, flags, stream);
   ACLVMM_REQUIRE_NOT_NULL(api, ptr);
   if (size == 0) return api::invalid(api, "size must be greater than 0");
   if (flags != 0) return api::invalid(api, "flags must be 0");
@@ -187,6 +189,8 @@ aclError aclrtMemManagedPrefetchBatchAsync(const void** ptrs, size_t* sizes, siz
                                            aclrtMemManagedLocation* prefetchLocs, size_t* prefetchLocIdxs,
                                            size_t numPrefetchLocs, uint64_t flags, aclrtStream stream) {
   ACLVMM_API_ENTER("aclrtMemManagedPrefetchBatchAsync");
+  ACLVMM_FORWARD(aclrtMemManagedPrefetchBatchAsync, ptrs, sizes, count, prefetchLocs,
+                 prefetchLocIdxs, numPrefetchLocs, flags, stream);
   if (!ptrs || !sizes || !prefetchLocs || !prefetchLocIdxs) {
     return api::invalid(api, "ptrs, sizes, prefetchLocs and prefetchLocIdxs must not be NULL");
   }

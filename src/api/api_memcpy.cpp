@@ -1,5 +1,6 @@
 // aclrtMemcpy / aclrtMemset and their stream-ordered variants.
 #include "api/api_common.h"
+#include "api/api_forward.h"
 #include "runtime/batch_copy.h"
 #include "runtime/runtime.h"
 #include "vmm/memory_ops.h"
@@ -89,6 +90,7 @@ aclError aclrtMemcpyAsync(void* dst, size_t destMax, const void* src, size_t cou
   ACLVMM_API_GUARD("aclrtMemcpyAsync");
   if (count == 0) return ACL_SUCCESS;
   ACLVMM_ENTRY(api);
+  ACLVMM_FORWARD(aclrtMemcpyAsync, dst, destMax, src, count, kind, stream);
   if (aclError e = check_copy(api, dst, destMax, src, count, kind)) return e;
   Runtime& rt = Runtime::get();
   auto s = rt.resolve_stream(api::token(stream));
@@ -117,6 +119,7 @@ aclError aclrtMemsetAsync(void* devPtr, size_t maxCount, int32_t value, size_t c
   ACLVMM_API_GUARD("aclrtMemsetAsync");
   if (count == 0) return ACL_SUCCESS;
   ACLVMM_ENTRY(api);
+  ACLVMM_FORWARD(aclrtMemsetAsync, devPtr, maxCount, value, count, stream);
   if (aclError e = check_set(api, devPtr, maxCount, count)) return e;
   Runtime& rt = Runtime::get();
   auto s = rt.resolve_stream(api::token(stream));
@@ -155,6 +158,8 @@ aclError aclrtMemcpyBatchAsync(void** dsts, size_t* destMaxs, void** srcs, size_
   }
   if (all_zero) return ACL_SUCCESS;
   ACLVMM_ENTRY(api);
+  ACLVMM_FORWARD(aclrtMemcpyBatchAsync, dsts, destMaxs, srcs, sizes, numBatches, attrs,
+                 attrsIndexes, numAttrs, failIndex, stream);
   BatchCopy batch{dsts, srcs, sizes, numBatches, attrs, attrsIndexes, numAttrs, true,
                   api::token(stream)};
   return api::finish(api, memcpy_batch(Runtime::get(), batch, failIndex));

@@ -3,6 +3,7 @@
 #include <string>
 
 #include "api/api_common.h"
+#include "api/api_forward.h"
 #include "runtime/runtime.h"
 #include "vmm/vmm.h"
 
@@ -57,6 +58,12 @@ aclError aclrtMallocHost(void** hostPtr, size_t size) {
 aclError aclrtFree(void* devPtr) {
   ACLVMM_API_ENTER("aclrtFree");
   ACLVMM_REQUIRE_NOT_NULL(api, devPtr);
+  // Beside the vendor runtime, memory aclvmm did not allocate is the vendor's (its memory
+  // pools, hal.md §6.2 rule 7).
+  if (Runtime::get().beside_vendor() &&
+      !Runtime::get().vmm().owns_block(api::addr(devPtr), false)) {
+    ACLVMM_FORWARD(aclrtFree, devPtr);
+  }
   return api::finish(api, Runtime::get().vmm().device_free(api::addr(devPtr)));
   ACLVMM_API_EXIT();
 }
@@ -64,6 +71,10 @@ aclError aclrtFree(void* devPtr) {
 aclError aclrtFreeHost(void* hostPtr) {
   ACLVMM_API_ENTER("aclrtFreeHost");
   ACLVMM_REQUIRE_NOT_NULL(api, hostPtr);
+  if (Runtime::get().beside_vendor() &&
+      !Runtime::get().vmm().owns_block(api::addr(hostPtr), true)) {
+    ACLVMM_FORWARD(aclrtFreeHost, hostPtr);
+  }
   return api::finish(api, Runtime::get().vmm().host_free(api::addr(hostPtr)));
   ACLVMM_API_EXIT();
 }

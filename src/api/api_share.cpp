@@ -163,6 +163,13 @@ aclError aclrtMemImportFromShareableHandleV2(void* shareableHandle, aclrtMemShar
   if (!dev.ok()) return api::finish(api, dev.status());
   uint64_t token = 0;
   if (aclError e = v1_token(api, shareType, shareableHandle, &token)) return e;
+  // Unlike V1, a V2 import asks the driver who exported the token and cannot go on without the
+  // answer (hal.md §3.5; FABRIC: the backend decides, as only a token of this server needs it).
+  if (!fabric(shareType) && !Runtime::get().device()->capabilities().token_exporter_query) {
+    return api::fail(api, ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
+                     "a V2 import needs the driver to tell the token's exporter "
+                     "(halMemShareHandleInfoGet, halGetHostID), which this driver library lacks");
+  }
   return import(api, token, *dev, handle,
                 fabric(shareType) ? static_cast<const uint8_t*>(shareableHandle) : nullptr);
   ACLVMM_API_EXIT();

@@ -2,6 +2,7 @@
 #include <string>
 
 #include "api/api_common.h"
+#include "api/api_forward.h"
 #include "runtime/runtime.h"
 #include "runtime/stream_values.h"
 
@@ -11,6 +12,7 @@ extern "C" {
 
 aclError aclrtCreateStream(aclrtStream* stream) {
   ACLVMM_API_ENTER("aclrtCreateStream");
+  ACLVMM_FORWARD(aclrtCreateStream, stream);
   ACLVMM_REQUIRE_NOT_NULL(api, stream);
   auto s = Runtime::get().create_stream();
   if (!s.ok()) return api::finish(api, s.status());
@@ -21,6 +23,7 @@ aclError aclrtCreateStream(aclrtStream* stream) {
 
 aclError aclrtDestroyStream(aclrtStream stream) {
   ACLVMM_API_ENTER("aclrtDestroyStream");
+  ACLVMM_FORWARD(aclrtDestroyStream, stream);
   ACLVMM_REQUIRE_NOT_NULL(api, stream);
   return api::finish(api, Runtime::get().destroy_stream(api::token(stream), false));
   ACLVMM_API_EXIT();
@@ -28,6 +31,7 @@ aclError aclrtDestroyStream(aclrtStream stream) {
 
 aclError aclrtDestroyStreamForce(aclrtStream stream) {
   ACLVMM_API_ENTER("aclrtDestroyStreamForce");
+  ACLVMM_FORWARD(aclrtDestroyStreamForce, stream);
   ACLVMM_REQUIRE_NOT_NULL(api, stream);
   return api::finish(api, Runtime::get().destroy_stream(api::token(stream), true));
   ACLVMM_API_EXIT();
@@ -35,6 +39,7 @@ aclError aclrtDestroyStreamForce(aclrtStream stream) {
 
 aclError aclrtSynchronizeStream(aclrtStream stream) {
   ACLVMM_API_ENTER("aclrtSynchronizeStream");
+  ACLVMM_FORWARD(aclrtSynchronizeStream, stream);
   auto s = Runtime::get().resolve_stream(api::token(stream));
   if (!s.ok()) return api::finish(api, s.status());
   return api::finish(api, (*s)->synchronize());
@@ -43,6 +48,7 @@ aclError aclrtSynchronizeStream(aclrtStream stream) {
 
 aclError aclrtCreateStreamWithConfig(aclrtStream* stream, uint32_t priority, uint32_t flag) {
   ACLVMM_API_ENTER("aclrtCreateStreamWithConfig");
+  ACLVMM_FORWARD(aclrtCreateStreamWithConfig, stream, priority, flag);
   ACLVMM_REQUIRE_NOT_NULL(api, stream);
   (void)priority;  // reserved: every value is accepted and changes nothing
   // Only the known bits are translated; the others are ignored, as the vendor's ACL layer does.
@@ -58,6 +64,7 @@ aclError aclrtCreateStreamWithConfig(aclrtStream* stream, uint32_t priority, uin
 
 aclError aclrtSynchronizeStreamWithTimeout(aclrtStream stream, int32_t timeout) {
   ACLVMM_API_ENTER("aclrtSynchronizeStreamWithTimeout");
+  ACLVMM_FORWARD(aclrtSynchronizeStreamWithTimeout, stream, timeout);
   // The vendor's ACL layer answers this one with 107000 itself, not 100000.
   if (timeout < -1) {
     return api::finish(api, Error(ACL_ERROR_RT_PARAM_INVALID,
@@ -70,12 +77,14 @@ aclError aclrtSynchronizeStreamWithTimeout(aclrtStream stream, int32_t timeout) 
 
 aclError aclrtStreamAbort(aclrtStream stream) {
   ACLVMM_API_ENTER("aclrtStreamAbort");
+  ACLVMM_FORWARD(aclrtStreamAbort, stream);
   return api::finish(api, Runtime::get().abort_stream(api::token(stream)));
   ACLVMM_API_EXIT();
 }
 
 aclError aclrtValueWrite(void* devAddr, uint64_t value, uint32_t flag, aclrtStream stream) {
   ACLVMM_API_ENTER("aclrtValueWrite");
+  ACLVMM_FORWARD(aclrtValueWrite, devAddr, value, flag, stream);
   ACLVMM_REQUIRE_NOT_NULL(api, devAddr);
   return api::finish(api, value_write(Runtime::get(), api::addr(devAddr), value, flag,
                                       api::token(stream)));
@@ -84,6 +93,7 @@ aclError aclrtValueWrite(void* devAddr, uint64_t value, uint32_t flag, aclrtStre
 
 aclError aclrtValueWait(void* devAddr, uint64_t value, uint32_t flag, aclrtStream stream) {
   ACLVMM_API_ENTER("aclrtValueWait");
+  ACLVMM_FORWARD(aclrtValueWait, devAddr, value, flag, stream);
   ACLVMM_REQUIRE_NOT_NULL(api, devAddr);
   return api::finish(api, value_wait(Runtime::get(), api::addr(devAddr), value, flag,
                                      api::token(stream)));

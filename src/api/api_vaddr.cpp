@@ -3,6 +3,7 @@
 
 #include "api/access_desc.h"
 #include "api/api_common.h"
+#include "api/api_forward.h"
 #include "runtime/runtime.h"
 #include "vmm/vmm.h"
 
@@ -152,6 +153,7 @@ aclError aclrtMemGetAddressRange(void* ptr, void** pbase, size_t* psize) {
 
 aclError aclrtPointerGetAttributes(const void* ptr, aclrtPtrAttributes* attributes) {
   ACLVMM_API_ENTER("aclrtPointerGetAttributes");
+  ACLVMM_FORWARD(aclrtPointerGetAttributes, ptr, attributes);
   ACLVMM_REQUIRE_NOT_NULL(api, ptr);
   ACLVMM_REQUIRE_NOT_NULL(api, attributes);
   auto info = Runtime::get().vmm().pointer_info(api::addr(ptr));

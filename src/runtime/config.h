@@ -47,6 +47,9 @@ struct Config {
   std::vector<int> visible;
   std::string visible_error;
   bool visible_set = false;  // ASCEND_RT_VISIBLE_DEVICES was given (device_ids.h tells them apart)
+  // Logical device id -> physical (chip) id, as the driver reports it (drvDeviceGetPhyIdByIndex;
+  // they differ inside containers). Empty: equal, as in the emulator.
+  std::vector<int> physical_ids;
 };
 
 // Reads every variable; a malformed value is an error naming the variable and what it accepts.

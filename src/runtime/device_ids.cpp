@@ -39,6 +39,26 @@ StatusOr<int> index_in_visible(const Config& config, int logical) {
   return runtime_miss("logical", logical, "is not in ASCEND_RT_VISIBLE_DEVICES");
 }
 
+// The driver's physical id of a logical device (below the device count).
+int physical_of(const Config& config, int logical) {
+  return config.physical_ids.empty() ? logical : config.physical_ids[logical];
+}
+
+// The logical device whose physical id is `physical`; the driver's miss when there is none.
+StatusOr<int> logical_of(const Config& config, int physical) {
+  if (config.physical_ids.empty()) {
+    if (physical >= config.device_count) {
+      return driver_miss("physical", physical, config.device_count);
+    }
+    return physical;
+  }
+  for (size_t l = 0; l < config.physical_ids.size(); ++l) {
+    if (config.physical_ids[l] == physical) return static_cast<int>(l);
+  }
+  return Error(ACL_ERROR_RT_PARAM_INVALID, "physical device id " + std::to_string(physical) +
+                                               " is the id of no device the driver has");
+}
+
 }  // namespace
 
 StatusOr<int> logical_from_user(const Config& config, int user) {
@@ -61,14 +81,12 @@ StatusOr<int> user_from_logical(const Config& config, int logical) {
 StatusOr<int> physical_from_user(const Config& config, int user) {
   ACLVMM_ASSIGN_OR_RETURN(const int logical, through_visible(config, user));
   if (logical >= config.device_count) return driver_miss("logical", logical, config.device_count);
-  return logical;  // physical ids equal logical ids in the emulator
+  return physical_of(config, logical);
 }
 
 StatusOr<int> user_from_physical(const Config& config, int physical) {
-  if (physical >= config.device_count) {
-    return driver_miss("physical", physical, config.device_count);
-  }
-  return index_in_visible(config, physical);
+  ACLVMM_ASSIGN_OR_RETURN(const int logical, logical_of(config, physical));
+  return index_in_visible(config, logical);
 }
 
 }  // namespace aclvmm::device_ids

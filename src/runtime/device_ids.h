@@ -2,9 +2,10 @@
 //
 // The user id is what the application passes to aclrtSetDevice: an index into
 // ASCEND_RT_VISIBLE_DEVICES when that is set. The logical id is the driver's device index. The
-// physical id is the chip number; in the emulator it equals the logical id (the vendor's differ
-// only inside containers). Which code a miss gives depends on the layer that finds it: the
-// runtime's own checks give 107001, the driver's 107000, hence the two rows per direction.
+// physical id is the chip number; in the emulator it equals the logical id, with a driver it is
+// what the driver reported at the start (Config::physical_ids; they differ inside containers).
+// Which code a miss gives depends on the layer that finds it: the runtime's own checks give 107001,
+// the driver's 107000, hence the two rows per direction.
 #pragma once
 
 #include "base/status.h"

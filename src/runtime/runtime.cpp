@@ -1,7 +1,5 @@
 #include "runtime/runtime.h"
 
-#include "vmm/device_error.h"
-
 #include <pthread.h>
 
 #include <cstdlib>
@@ -18,6 +16,7 @@
 #include "runtime/kernel_registry.h"
 #include "runtime/smi_publisher.h"
 #include "runtime/stats_snapshot.h"
+#include "runtime/vendor_runtime.h"
 #include "vmm/device_error.h"
 
 namespace aclvmm {
@@ -60,6 +59,11 @@ void at_exit() {
 uint16_t fork_tag(uint16_t tag, uint32_t generation) {
   return static_cast<uint16_t>((tag & 0xffu) | ((((tag >> 8) + generation) & 0xffu) << 8));
 }
+
+// Beside the vendor runtime, the calling thread's current device and context are the vendor's
+// (hal.md §6.2 rule 2).
+VendorFunction g_vendor_get_device{"aclrtGetDevice"};
+VendorFunction g_vendor_get_context{"aclrtGetCurrentContext"};
 
 ShareService& process_sharing() {
   static ShareService* service = new ShareService();  // never destroyed, like the runtime
@@ -191,12 +195,24 @@ Status Runtime::start_locked() {
     std::string soc;
     if (opened->devices().properties(0, &first).ok()) soc = first.soc_name;
     ACLVMM_RETURN_IF_ERROR(adopt_driver_machine(cfg, opened->devices().device_count(), soc));
+    // The chips' own numbers, which the id conversions give (runtime-extra.md §4).
+    cfg.physical_ids.clear();
+    for (int d = 0; d < cfg.device_count; ++d) {
+      dev::DeviceProperties p;
+      cfg.physical_ids.push_back(
+          opened->devices().properties(d, &p).ok() ? static_cast<int>(p.physical_id) : d);
+    }
   }
+  const bool beside_vendor = opened->capabilities().beside_vendor_runtime;
   {
     std::lock_guard device_lock(device_mu_);
     device_ = std::move(opened);
   }
   ACLVMM_ASSIGN_OR_RETURN(const Config* published, config_.publish(std::move(cfg)));
+  beside_vendor_.store(beside_vendor, std::memory_order_release);
+  // The vendor opens the devices, and until it has the driver itself answers the VMM calls with
+  // its own "no device opened" code (hal.md §2): the core adds no check of its own.
+  if (beside_vendor) set_svm_ready(true);
   const Config& config = *published;
   space_.attach_device(device_);
   managed_.attach(device_->windows().layout().managed);
@@ -354,6 +370,7 @@ void Runtime::teardown_locked(std::unique_lock<LifetimeMutex>& lock, const char*
   closing.reset();  // closed with the last memory that still holds it
   SmiPublisher::get().deactivate();
   set_svm_ready(false);
+  beside_vendor_.store(false, std::memory_order_release);
   init_refs_ = 0;
   init_config_.clear();
   tearing_down_ = false;
@@ -431,7 +448,53 @@ Status Runtime::reset_device(int32_t user_id, bool force) {
   return Status::Ok();
 }
 
+Status Runtime::forwarded_set_device(int32_t user_id) {
+  std::lock_guard lock(mu_);
+  ACLVMM_ASSIGN_OR_RETURN(const int phys, physical_device(user_id));
+  ++devices_[phys].vendor_refs;
+  return Status::Ok();
+}
+
+Status Runtime::forwarded_reset_device(int32_t user_id, bool force) {
+  std::lock_guard lock(mu_);
+  ACLVMM_ASSIGN_OR_RETURN(const int phys, physical_device(user_id));
+  Device& d = devices_[phys];
+  d.vendor_refs = force || d.vendor_refs <= 1 ? 0 : d.vendor_refs - 1;
+  if (d.vendor_refs == 0) {
+    // The vendor's close destroyed the device's state in the driver (hal.md §2): what aclvmm
+    // remembers about the device goes with it.
+    peer_masks_[phys].store(0);
+    (void)host_registrations_.release_device(phys);
+    ipc_keys_.release_device(phys);
+  }
+  return Status::Ok();
+}
+
+StatusOr<int> Runtime::vendor_current_device() const {
+  const auto get_device = g_vendor_get_device.as<int (*)(int32_t*)>();
+  if (get_device == nullptr) {
+    return Error(ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
+                 "the vendor runtime beside aclvmm has no aclrtGetDevice to give the current "
+                 "device");
+  }
+  int32_t user_id = -1;
+  if (const int code = get_device(&user_id); code != ACL_SUCCESS) {
+    return Error(code, "the vendor runtime gives the calling thread no current device (" +
+                           std::to_string(code) + "); call aclrtSetDevice first");
+  }
+  return physical_device(user_id);
+}
+
 StatusOr<uint64_t> Runtime::current_context() const {
+  if (beside_vendor_.load(std::memory_order_acquire)) {
+    const auto get_context = g_vendor_get_context.as<int (*)(void**)>();
+    void* context = nullptr;
+    const int code = get_context == nullptr ? ACL_ERROR_RT_CONTEXT_NULL : get_context(&context);
+    if (code == ACL_SUCCESS && context != nullptr) return reinterpret_cast<uint64_t>(context);
+    return Error(code == ACL_SUCCESS ? ACL_ERROR_RT_CONTEXT_NULL : code,
+                 "the vendor runtime gives the calling thread no current context; call "
+                 "aclrtSetDevice or aclrtSetCurrentContext first");
+  }
   if (Context* c = live_context()) return c->token;
   return Error(ACL_ERROR_RT_CONTEXT_NULL,
                "the calling thread has no current context; call aclrtSetDevice or "
@@ -439,6 +502,7 @@ StatusOr<uint64_t> Runtime::current_context() const {
 }
 
 StatusOr<int> Runtime::current_device() const {
+  if (beside_vendor_.load(std::memory_order_acquire)) return vendor_current_device();
   Context* ctx = live_context();
   if (!ctx) {
     return Error(ACL_ERROR_RT_CONTEXT_NULL,
@@ -449,6 +513,11 @@ StatusOr<int> Runtime::current_device() const {
 
 Accessor Runtime::accessor() const {
   Accessor a;
+  if (beside_vendor_.load(std::memory_order_acquire)) {
+    const StatusOr<int> device = vendor_current_device();
+    if (!device.ok()) return a;
+    return accessor_for(*device);
+  }
   Context* ctx = live_context();
   if (!ctx) return a;
   a.device = ctx->device;
@@ -641,6 +710,11 @@ Status Runtime::destroy_stream(uint64_t token, bool force) {
 }
 
 StatusOr<std::shared_ptr<Stream>> Runtime::resolve_stream(uint64_t token) {
+  if (beside_vendor_.load(std::memory_order_acquire)) {
+    return Error(ACL_ERROR_RT_FEATURE_NOT_SUPPORT,
+                 "streams belong to the vendor runtime beside aclvmm: aclvmm runs no stream "
+                 "work of its own there");
+  }
   if (token != 0) {
     auto stream = streams_.find(token);
     if (!stream) return Error(ACL_ERROR_RT_PARAM_INVALID, "the stream is not a live stream");

@@ -54,6 +54,7 @@ struct Device {
   int open_count = 0;         // aclrtSetDevice references
   uint64_t primary_context = 0;
   bool driver_open = false;   // the backend's DeviceManager::open ran (first context on it)
+  int vendor_refs = 0;        // aclrtSetDevice calls forwarded to the vendor runtime, less resets
 };
 
 inline constexpr int kMaxDevices = 64;
@@ -117,6 +118,15 @@ class Runtime final : public RuntimeServices {
   std::shared_ptr<MemoryPool> host_pool() const override;
   Status set_device(int32_t user_id);
   Status reset_device(int32_t user_id, bool force);
+  // Beside the vendor runtime (hal.md §6; Capabilities::beside_vendor_runtime) the vendor owns
+  // devices, contexts and streams: the facade forwards their calls to it (api/api_forward.h),
+  // the current device and context are the vendor's, and resolve_stream refuses (207000).
+  bool beside_vendor() const { return beside_vendor_.load(std::memory_order_acquire); }
+  // After a forwarded aclrtSetDevice / aclrtResetDevice[Force] succeeded: counts the references,
+  // and when the last one goes drops what aclvmm remembers about the device (peer access, host
+  // registrations, IPC keys), as the vendor's close destroyed it in the driver.
+  Status forwarded_set_device(int32_t user_id);
+  Status forwarded_reset_device(int32_t user_id, bool force);
   // The calling thread's current context and its device; 107002 when there is none.
   StatusOr<uint64_t> current_context() const override;
   StatusOr<int> current_device() const override;
@@ -176,6 +186,8 @@ class Runtime final : public RuntimeServices {
   std::vector<std::shared_ptr<Stream>> destroy_context_locked(uint64_t token);
   // DeviceManager::close of a device whose last context went (reset_device, teardown).
   void close_device_locked(int physical_device);
+  // The vendor runtime's current device of the calling thread, as a physical id.
+  StatusOr<int> vendor_current_device() const;
   // A stream of `ctx` with its worker, entered in the table (207008 when that cannot be done).
   StatusOr<std::shared_ptr<Stream>> new_stream(const std::shared_ptr<Context>& ctx);
   // The fork child handler's work: the child's runtime becomes a new, not started one.
@@ -188,6 +200,7 @@ class Runtime final : public RuntimeServices {
   // `_locked` function.
   mutable LifetimeMutex mu_;
   std::atomic<bool> started_{false};
+  std::atomic<bool> beside_vendor_{false};  // this start's backend shares the driver (hal.md §6)
   bool tearing_down_ = false;  // under mu_ (which a teardown releases while it joins streams)
   int init_refs_ = 0;
   std::string init_config_;

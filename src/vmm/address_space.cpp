@@ -310,6 +310,12 @@ StatusOr<std::unique_ptr<Region>> AddressSpace::remove_allocation(uint64_t base,
   return region;
 }
 
+bool AddressSpace::has_allocation(uint64_t base, RegionKind kind) const {
+  std::shared_lock lock(mu_);
+  auto it = regions_.find(base);
+  return it != regions_.end() && it->second->kind == kind;
+}
+
 void AddressSpace::index_mapping(const Mapping& m) {
   ChunkEntry e;
   const bool device = m.phys->on_device();

@@ -163,6 +163,8 @@ class AddressSpace {
                                dev::Condition* refused = nullptr);
   // Removes a malloc region whose base is `base` and whose kind is `kind`.
   StatusOr<std::unique_ptr<Region>> remove_allocation(uint64_t base, RegionKind kind);
+  // Whether a malloc region of `kind` starts at `base` (remove_allocation would find it).
+  bool has_allocation(uint64_t base, RegionKind kind) const;
 
   // VMM mappings.
   Status map(uint64_t va, uint64_t size, uint64_t handle, std::shared_ptr<PhysicalAllocation> phys,

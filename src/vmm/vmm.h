@@ -75,6 +75,9 @@ class Vmm {
   Status device_free(uint64_t ptr);
   StatusOr<uint64_t> host_malloc(uint64_t size);
   Status host_free(uint64_t ptr);
+  // Whether aclrtFree (host: aclrtFreeHost) of `ptr` is aclvmm's to do: a block it allocated
+  // (beside the vendor runtime, other pointers are the vendor's).
+  bool owns_block(uint64_t ptr, bool host) const;
 
   // Host memory registration (runtime-extra.md §5), after the ACL layer's checks, each in the
   // spec's order from the context check on. `reserved`: the request has IOMEMORY or READONLY

@@ -119,6 +119,11 @@ StatusOr<uint64_t> Vmm::host_malloc(uint64_t size) {
   return place(space_, block, std::move(phys), out_of_memory);
 }
 
+bool Vmm::owns_block(uint64_t ptr, bool host) const {
+  if (host) return space_.has_allocation(ptr, RegionKind::kHostPinned);
+  return managed_.in_window(ptr) || space_.has_allocation(ptr, RegionKind::kDeviceMalloc);
+}
+
 Status Vmm::host_free(uint64_t ptr) {
   auto region = space_.remove_allocation(ptr, RegionKind::kHostPinned);
   ACLVMM_RETURN_IF_ERROR(region.status());

@@ -149,6 +149,15 @@ Config load() {
       c.server_id = static_cast<int32_t>(id);
     }
   }
+  if (const char* v = env("ACLVMM_HAL_FAKE_PHYSICAL_BASE")) {
+    uint64_t base = 0;
+    // Physical ids stay below 64: 64 and 65 are the SVM host agent and the host.
+    if (!parse_uint(v, &base) || base + static_cast<uint64_t>(c.device_count) > kMaxDeviceIds) {
+      refuse("ACLVMM_HAL_FAKE_PHYSICAL_BASE", v, "0..64 less the device count");
+    } else {
+      c.physical_base = static_cast<uint32_t>(base);
+    }
+  }
   if (const char* v = env("ACLVMM_HAL_FAKE_VERBOSE")) c.verbose = std::strcmp(v, "1") == 0;
   if (const char* v = env("ACLVMM_HAL_FAULTS")) {
     std::string why;

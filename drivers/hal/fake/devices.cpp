@@ -124,10 +124,11 @@ drvError_t mem_ctl(int type, void* in, size_t in_size, void* out, size_t* out_si
   return DRV_ERROR_NONE;
 }
 
-drvError_t p2p(uint32_t dev, uint32_t peer, uint32_t flags, bool enable) {
+drvError_t p2p(uint32_t dev, uint32_t peer_phy, uint32_t flags, bool enable) {
   if (flags != 0) return DRV_ERROR_INVALID_VALUE;
-  if (dev == kHostId || peer == kHostId) return DRV_ERROR_NONE;  // the host reaches everything
-  if (!valid_device(dev) || !valid_device(peer)) return DRV_ERROR_INVALID_DEVICE;
+  if (dev == kHostId || peer_phy == kHostId) return DRV_ERROR_NONE;  // the host reaches everything
+  uint32_t peer = 0;
+  if (!valid_device(dev) || !logical_of(peer_phy, &peer)) return DRV_ERROR_INVALID_DEVICE;
   if (dev == peer) return DRV_ERROR_INVALID_VALUE;
   dev::DeviceBackend* b = Process::get().backend();
   if (b == nullptr) return DRV_ERROR_INNER_ERR;
@@ -159,13 +160,6 @@ drvError_t mem_info(DVdevice dev, unsigned type, MemInfo* info) {
   // are promoted to 2 MiB pages); the normal pool is empty. 1 GiB pages come out of the same
   // bytes, as on the emulator.
   info->phy_info = MemPhyInfo{0, 0, m.huge_total, m.huge_free, m.giant_total, m.giant_free};
-  return DRV_ERROR_NONE;
-}
-
-drvError_t convert_id(uint32_t id, uint32_t* out) {
-  if (out == nullptr) return DRV_ERROR_INVALID_VALUE;
-  if (id != kHostId && !valid_device(id)) return DRV_ERROR_INVALID_DEVICE;
-  *out = id;
   return DRV_ERROR_NONE;
 }
 
@@ -211,11 +205,19 @@ FAKE_HAL_API drvError_t drvGetDevNum(uint32_t* count) {
 }
 
 FAKE_HAL_API drvError_t drvDeviceGetPhyIdByIndex(uint32_t logicId, uint32_t* phyId) {
-  return entry(Fn::drvDeviceGetPhyIdByIndex, [&] { return fh::convert_id(logicId, phyId); });
+  return entry(Fn::drvDeviceGetPhyIdByIndex, [&] {
+    if (phyId == nullptr) return DRV_ERROR_INVALID_VALUE;
+    if (logicId != fh::kHostId && !fh::valid_device(logicId)) return DRV_ERROR_INVALID_DEVICE;
+    *phyId = fh::physical_of(logicId);
+    return DRV_ERROR_NONE;
+  });
 }
 
 FAKE_HAL_API drvError_t drvDeviceGetIndexByPhyId(uint32_t phyId, uint32_t* logicId) {
-  return entry(Fn::drvDeviceGetIndexByPhyId, [&] { return fh::convert_id(phyId, logicId); });
+  return entry(Fn::drvDeviceGetIndexByPhyId, [&] {
+    if (logicId == nullptr) return DRV_ERROR_INVALID_VALUE;
+    return fh::logical_of(phyId, logicId) ? DRV_ERROR_NONE : DRV_ERROR_INVALID_DEVICE;
+  });
 }
 
 FAKE_HAL_API drvError_t halGetHostID(uint32_t* hostId) {
@@ -329,8 +331,10 @@ FAKE_HAL_API drvError_t halDeviceDisableP2P(uint32_t dev, uint32_t peerPhyId, ui
 FAKE_HAL_API drvError_t halDeviceCanAccessPeer(int* canAccess, uint32_t dev, uint32_t peerPhyId) {
   return entry(Fn::halDeviceCanAccessPeer, [&] {
     if (canAccess == nullptr) return DRV_ERROR_INVALID_VALUE;
-    if (!fh::valid_device(dev) || !fh::valid_device(peerPhyId)) return DRV_ERROR_INVALID_DEVICE;
-    *canAccess = dev != peerPhyId ? 1 : 0;  // every emulated device reaches every other (HCCS)
+    uint32_t peer = 0;
+    if (!fh::valid_device(dev) || !fh::logical_of(peerPhyId, &peer))
+      return DRV_ERROR_INVALID_DEVICE;
+    *canAccess = dev != peer ? 1 : 0;  // every emulated device reaches every other (HCCS)
     return DRV_ERROR_NONE;
   });
 }

@@ -101,6 +101,8 @@ struct Config {
   bool host_access_open = false;
   bool host_numa = true;
   int32_t server_id = 0;     // ACLVMM_SERVER_ID (super-pod parts only)
+  // ACLVMM_HAL_FAKE_PHYSICAL_BASE: physical id = logical id + this (a container's chips).
+  uint32_t physical_base = 0;
   bool verbose = false;      // ACLVMM_HAL_FAKE_VERBOSE=1
 };
 
@@ -279,5 +281,19 @@ uint32_t raw(const E& e) {
 
 inline uint64_t round_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
 inline bool valid_device(int64_t d) { return d >= 0 && d < config().device_count; }
+// The physical id of logical device `d` (valid), and the logical id of physical id `phy` (false:
+// no device has it). The host id 65 is its own in both directions.
+inline uint32_t physical_of(uint32_t d) { return d == kHostId ? d : d + config().physical_base; }
+inline bool logical_of(uint32_t phy, uint32_t* d) {
+  if (phy == kHostId) {
+    *d = phy;
+    return true;
+  }
+  if (phy < config().physical_base || !valid_device(int64_t{phy} - config().physical_base)) {
+    return false;
+  }
+  *d = phy - config().physical_base;
+  return true;
+}
 
 }  // namespace aclvmm::fakehal

@@ -31,20 +31,27 @@ uint64_t to_emu(uint64_t token) {
   return token_device(token) == kHostId ? with_device(token, 0) : token;
 }
 
-// The fabric blob's words 2 (logical device) and 3 (physical device).
-void fabric_device(uint8_t* blob, uint32_t device) {
+// The fabric blob's words 2 (logical device) and 3 (physical device). Emu writes its logical
+// device in both; the caller sees the driver's: 65 in both for host memory, the physical id in
+// word 3 (ACLVMM_HAL_FAKE_PHYSICAL_BASE).
+void set_device_words(uint8_t* blob, uint32_t device) {
+  const uint32_t phy = physical_of(device);
   std::memcpy(blob + 8, &device, 4);
-  std::memcpy(blob + 12, &device, 4);
+  std::memcpy(blob + 12, &phy, 4);
 }
-uint32_t fabric_device(const uint8_t* blob) {
+void to_driver_words(uint8_t* blob, bool host) {
   uint32_t d = 0;
   std::memcpy(&d, blob + 8, 4);
-  return d;
+  set_device_words(blob, host ? kHostId : d);
 }
 dev::FabricToken fabric_to_emu(const MemShareHandle& in) {
   dev::FabricToken t;
   std::memcpy(t.bytes, in.share_info, sizeof t.bytes);
-  if (fabric_device(t.bytes) == kHostId) fabric_device(t.bytes, 0);
+  uint32_t d = 0;
+  std::memcpy(&d, t.bytes + 8, 4);
+  if (d == kHostId) d = 0;
+  std::memcpy(t.bytes + 8, &d, 4);
+  std::memcpy(t.bytes + 12, &d, 4);
   return t;
 }
 
@@ -72,7 +79,7 @@ drvError_t export_handle(Process& p, drv_mem_handle* h, uint64_t* token, MemShar
     dev::ShareToken t;
     (void)b->sharing().token_of_fabric(blob, &t);
     value = t.value;
-    if (host) fabric_device(blob.bytes, kHostId);
+    to_driver_words(blob.bytes, host);
     std::memcpy(fabric->share_info, blob.bytes, sizeof blob.bytes);
   } else {
     dev::ShareToken t;
@@ -265,7 +272,7 @@ drvError_t info_get(uint64_t token, ShareHandleGetInfo* info) {
   const uint32_t device = token_device(token);
   if (device != kHostId && !valid_device(device)) return DRV_ERROR_INVALID_HANDLE;
   *info = ShareHandleGetInfo{};
-  info->phyDevid = device;  // physical ids are the logical ones; the host keeps 65
+  info->phyDevid = physical_of(device);  // the host keeps 65
   return DRV_ERROR_NONE;
 }
 

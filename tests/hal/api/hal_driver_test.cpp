@@ -205,12 +205,26 @@ TEST_F(HalPaths, ExportWithoutTheAttributeFunctionFailsAfterExporting) {
   EXPECT_EQ(aclrtFreePhysical(h), kOk);
 }
 
-// hal.md §3.5 V1 import: without halMemShareHandleInfoGet the P2P step is skipped, so a failing
-// halDeviceEnableP2P no longer matters.
-TEST_F(HalPaths, V1ImportWithoutTheInfoQuerySkipsTheP2PStep) {
-  for (const char* hide : {"", "halMemShareHandleInfoGet"}) {
-    SCOPED_TRACE(std::string("hidden: ") + hide);
-    start(hide);
+// hal.md §3.5 imports and the exporter query (halMemShareHandleInfoGet, halGetHostID): V1 goes on
+// without the info query and skips the P2P step, so a failing halDeviceEnableP2P no longer
+// matters; V2 DEFAULT answers 207000 without either function; with both, the P2P step runs and
+// its failure is the import's.
+TEST_F(HalPaths, ImportsAndTheExporterQuery) {
+  struct Row {
+    const char* hide;
+    bool v2;
+    aclError expected;
+  };
+  const Row rows[] = {
+      {"", false, 107000},
+      {"halMemShareHandleInfoGet", false, kOk},
+      {"", true, 107000},
+      {"halMemShareHandleInfoGet", true, ACL_ERROR_RT_FEATURE_NOT_SUPPORT},
+      {"halGetHostID", true, ACL_ERROR_RT_FEATURE_NOT_SUPPORT},
+  };
+  for (const Row& row : rows) {
+    SCOPED_TRACE(std::string(row.v2 ? "V2" : "V1") + ", hidden: " + row.hide);
+    start(row.hide);
     ASSERT_EQ(aclrtSetDevice(0), kOk);
     const aclrtPhysicalMemProp prop = device_prop(0);
     aclrtDrvMemHandle h = nullptr, imported = nullptr;
@@ -221,8 +235,10 @@ TEST_F(HalPaths, V1ImportWithoutTheInfoQuerySkipsTheP2PStep) {
     ASSERT_EQ(aclrtMemSetPidToShareableHandle(token, &pid, 1), kOk);
     ASSERT_EQ(aclrtSetDevice(1), kOk);
     inject("halDeviceEnableP2P", 3);
-    const aclError got = aclrtMemImportFromShareableHandle(token, 1, &imported);
-    EXPECT_EQ(got, *hide != '\0' ? kOk : 107000) << message();
+    const aclError got = row.v2 ? aclrtMemImportFromShareableHandleV2(
+                                      &token, ACL_MEM_SHARE_HANDLE_TYPE_DEFAULT, 0, &imported)
+                                : aclrtMemImportFromShareableHandle(token, 1, &imported);
+    EXPECT_EQ(got, row.expected) << message();
     if (got == kOk) {
       EXPECT_EQ(aclrtFreePhysical(imported), kOk);
     }
@@ -268,6 +284,47 @@ TEST_F(HalPaths, BareTgidIsTheDriversAnswerEvenMinusOne) {
   inject("drvDeviceGetBareTgid", 1);
   ASSERT_EQ(aclrtDeviceGetBareTgid(&pid), kOk);
   EXPECT_EQ(pid, -1);
+}
+
+// runtime-extra.md §4 with a driver whose chips are numbered apart from its device indices (a
+// container: the fake's ACLVMM_HAL_FAKE_PHYSICAL_BASE=4 gives devices 0..7 the chips 4..11). The
+// conversions give the driver's physical ids (drvDeviceGetPhyIdByIndex), a chip the driver does
+// not have is the driver's miss (107000), logical ids stay the indices, and peer access, which
+// names the peer by its chip to the driver, still works.
+TEST_F(HalPaths, IdConversionsGiveTheDriversPhysicalIds) {
+  if (void* loaded = ::dlopen("libascend_hal.so", RTLD_NOW | RTLD_NOLOAD)) {
+    ::dlclose(loaded);
+    GTEST_SKIP() << "needs a process of its own: the fake has read its configuration already";
+  }
+  ASSERT_EQ(::setenv("ACLVMM_HAL_FAKE_PHYSICAL_BASE", "4", 1), 0);
+  start();
+  struct Row {
+    aclError (*call)(const int32_t, int32_t* const);
+    const char* name;
+    int32_t in, code, out;
+  };
+  const Row rows[] = {
+      {aclrtGetPhyDevIdByUserDevId, "PhyByUser", 1, kOk, 5},
+      {aclrtGetPhyDevIdByLogicDevId, "PhyByLogic", 3, kOk, 7},
+      {aclrtGetPhyDevIdByUserDevId, "PhyByUser", 8, ACL_ERROR_RT_PARAM_INVALID, -1},
+      {aclrtGetUserDevIdByPhyDevId, "UserByPhy", 6, kOk, 2},
+      {aclrtGetLogicDevIdByPhyDevId, "LogicByPhy", 4, kOk, 0},
+      {aclrtGetLogicDevIdByPhyDevId, "LogicByPhy", 11, kOk, 7},
+      {aclrtGetUserDevIdByPhyDevId, "UserByPhy", 1, ACL_ERROR_RT_PARAM_INVALID, -1},
+      {aclrtGetUserDevIdByPhyDevId, "UserByPhy", 12, ACL_ERROR_RT_PARAM_INVALID, -1},
+      {aclrtGetLogicDevIdByUserDevId, "LogicByUser", 2, kOk, 2},
+      {aclrtGetUserDevIdByLogicDevId, "UserByLogic", 5, kOk, 5},
+  };
+  for (const Row& r : rows) {
+    int32_t out = -1;
+    EXPECT_EQ(r.call(r.in, &out), r.code) << r.name << "(" << r.in << "): " << message();
+    EXPECT_EQ(out, r.out) << r.name << "(" << r.in << ")";
+  }
+  ASSERT_EQ(aclrtSetDevice(0), kOk);
+  EXPECT_EQ(aclrtDeviceEnablePeerAccess(1, 0), kOk) << message();
+  EXPECT_EQ(aclrtDeviceDisablePeerAccess(1), kOk) << message();
+  EXPECT_EQ(aclrtResetDevice(0), kOk);
+  ::unsetenv("ACLVMM_HAL_FAKE_PHYSICAL_BASE");
 }
 
 // hal.md §3.12: HUGE_FIRST above 1 MiB asks for huge pages first and retries with normal ones;
