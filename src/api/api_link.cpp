@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "api/api_common.h"
+#include "api/handles.h"
 #include "observability/stats.h"
 #include "runtime/runtime.h"
 #include "vmm/vmm.h"
@@ -56,7 +57,7 @@ aclError aclrtMemMapSetLink(aclrtDrvMemHandle handle, aclrtMemLinkType adviceLin
   Runtime& rt = Runtime::get();
   auto& table = rt.physical();
   std::lock_guard lock(table.mutex());
-  auto phys = table.find_locked(api::token(handle));
+  auto phys = table.find_locked(api::handle_in(handle));
   if (!phys) return api::fail(api, ACL_ERROR_RT_PARAM_INVALID, "the handle is not a live physical memory handle");
   if (!rt.config().product.supports_link(link)) {
     return api::fail(api, ACL_ERROR_RT_LINK_TYPE_NOT_SUPPORTED,

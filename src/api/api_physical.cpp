@@ -1,5 +1,6 @@
 // Physical memory handles: allocation, release, granularity, retain, properties.
 #include "api/api_common.h"
+#include "api/handles.h"
 #include "api/mem_attr.h"
 #include "runtime/runtime.h"
 #include "vmm/vmm.h"
@@ -78,7 +79,7 @@ aclError aclrtMallocPhysical(aclrtDrvMemHandle* handle, size_t size, const aclrt
   }
   auto h = Runtime::get().vmm().malloc_physical(size, spec);
   if (!h.ok()) return api::finish(api, h.status());
-  *handle = api::from_token(*h);
+  *handle = api::handle_out(*h);
   return ACL_SUCCESS;
   ACLVMM_API_EXIT();
 }
@@ -86,7 +87,7 @@ aclError aclrtMallocPhysical(aclrtDrvMemHandle* handle, size_t size, const aclrt
 aclError aclrtFreePhysical(aclrtDrvMemHandle handle) {
   ACLVMM_API_ENTER("aclrtFreePhysical");
   ACLVMM_REQUIRE_NOT_NULL(api, handle);
-  return api::finish(api, Runtime::get().vmm().free_physical(api::token(handle)));
+  return api::finish(api, Runtime::get().vmm().free_physical(api::handle_in(handle)));
   ACLVMM_API_EXIT();
 }
 
@@ -143,7 +144,7 @@ aclError aclrtMemRetainAllocationHandle(void* virPtr, aclrtDrvMemHandle* handle)
   ACLVMM_REQUIRE_NOT_NULL(api, handle);
   auto h = Runtime::get().vmm().retain(api::addr(virPtr));
   if (!h.ok()) return api::finish(api, h.status());
-  *handle = api::from_token(*h);
+  *handle = api::handle_out(*h);
   return ACL_SUCCESS;
   ACLVMM_API_EXIT();
 }
@@ -152,7 +153,7 @@ aclError aclrtMemGetAllocationPropertiesFromHandle(aclrtDrvMemHandle handle, acl
   ACLVMM_API_ENTER("aclrtMemGetAllocationPropertiesFromHandle");
   ACLVMM_REQUIRE_NOT_NULL(api, handle);
   ACLVMM_REQUIRE_NOT_NULL(api, prop);
-  auto spec = Runtime::get().vmm().properties(api::token(handle));
+  auto spec = Runtime::get().vmm().properties(api::handle_in(handle));
   if (!spec.ok()) return api::finish(api, spec.status());
   const bool host = spec->side != Side::kDevice;
   aclrtMemAttr attr;

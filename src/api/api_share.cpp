@@ -3,6 +3,7 @@
 // (which packs the tokens); this file does the ACL and runtime argument checks and picks the V1
 // or V2 form.
 #include "api/api_common.h"
+#include "api/handles.h"
 #include "runtime/runtime.h"
 
 using namespace aclvmm;
@@ -39,16 +40,17 @@ aclError export_handle(const char* api, aclrtDrvMemHandle handle, uint64_t flags
     return api::fail(api, ACL_ERROR_RT_PARAM_INVALID, "flags must be 0 or DISABLE_PID_VALIDATION (1)");
   }
   Runtime& rt = Runtime::get();
-  auto phys = rt.physical().find(api::token(handle));
+  const uint64_t core_handle = api::handle_in(handle);
+  auto phys = rt.physical().find(core_handle);
   if (!phys) {
     return api::fail(api, ACL_ERROR_RT_PARAM_INVALID,
                      "the handle is not a live physical memory handle (freed, forged or foreign)");
   }
   const bool open_to_all = (flags & kDisablePidValidation) != 0;
   if (fabric != nullptr) {
-    return api::finish(api, rt.sharing().export_fabric(api::token(handle), phys, open_to_all, fabric));
+    return api::finish(api, rt.sharing().export_fabric(core_handle, phys, open_to_all, fabric));
   }
-  auto t = rt.sharing().export_handle(api::token(handle), phys, open_to_all);
+  auto t = rt.sharing().export_handle(core_handle, phys, open_to_all);
   if (!t.ok()) return api::finish(api, t.status());
   *token = *t;
   return ACL_SUCCESS;
@@ -80,7 +82,7 @@ aclError import(const char* api, uint64_t token, int physical_device, aclrtDrvMe
                 const uint8_t* fabric = nullptr) {
   auto h = Runtime::get().sharing().import(token, physical_device, fabric);
   if (!h.ok()) return api::finish(api, h.status());
-  *handle = api::from_token(*h);
+  *handle = api::handle_out(*h);
   return ACL_SUCCESS;
 }
 

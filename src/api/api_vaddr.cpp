@@ -4,6 +4,7 @@
 #include "api/access_desc.h"
 #include "api/api_common.h"
 #include "api/api_forward.h"
+#include "api/handles.h"
 #include "runtime/runtime.h"
 #include "vmm/vmm.h"
 
@@ -40,7 +41,7 @@ aclError map(const char* api, void* virPtr, size_t size, size_t offset, aclrtDrv
                      "not supported by the vendor driver (ACLVMM_QUIRKS=vendor)");
   }
   return api::finish(api, Runtime::get().vmm().map(api::addr(virPtr), size, offset,
-                                                   api::token(handle), no_access));
+                                                   api::handle_in(handle), no_access));
 }
 
 }  // namespace

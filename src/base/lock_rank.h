@@ -122,6 +122,10 @@ enum class LockRank : uint8_t {
   // lock (contexts, streams, teardown) and the sharing service's (imports); never two tables at
   // once, never with an address-space lock (map and unmap drop it before the address space).
   kHandleTable,
+  // HandleAliases::mu_ (src/vmm/handle_aliases.h): which core token each driver handle handed to
+  // the application stands for (beside the vendor runtime). Taken by the API layer with nothing
+  // held; takes nothing.
+  kHandleAliases,
   // Stream::mu_ (src/runtime/stream.h): one stream's queue, its first error and its worker's
   // state; its condition variables wait on it. Taken under the runtime's lock (a stream that
   // cannot be entered in its table is aborted there); takes nothing.
@@ -170,6 +174,8 @@ constexpr const char* lock_rank_name(LockRank rank) {
     case LockRank::kRegionMappings: return "Region::mu (a region's mappings)";
     case LockRank::kKernelBinary: return "KernelBinary::mu (a binary's kernels)";
     case LockRank::kHandleTable: return "HandleTable::mu_ (a handle table)";
+    case LockRank::kHandleAliases:
+      return "HandleAliases::mu_ (driver handles beside the vendor)";
     case LockRank::kStreamQueue: return "Stream::mu_ (a stream's queue)";
     case LockRank::kDevicePools: return "Runtime::pools_mu_ (device pools)";
     case LockRank::kDeviceHandle: return "Runtime::device_mu_ (the device backend held)";

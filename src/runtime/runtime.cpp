@@ -371,6 +371,7 @@ void Runtime::teardown_locked(std::unique_lock<LifetimeMutex>& lock, const char*
   SmiPublisher::get().deactivate();
   set_svm_ready(false);
   beside_vendor_.store(false, std::memory_order_release);
+  handle_aliases_.clear();
   init_refs_ = 0;
   init_config_.clear();
   tearing_down_ = false;

@@ -30,6 +30,7 @@
 #include "runtime/kernels.h"
 #include "runtime/stream.h"
 #include "vmm/address_space.h"
+#include "vmm/handle_aliases.h"
 #include "vmm/managed.h"
 #include "vmm/memory_ops.h"
 #include "vmm/physical.h"
@@ -91,6 +92,8 @@ class Runtime final : public RuntimeServices {
   }
   AddressSpace& space() { return space_; }
   HandleTable<PhysicalAllocation>& physical() { return physical_; }
+  // Beside the vendor runtime: the driver handles the application holds (api/handles.h).
+  HandleAliases& handle_aliases() { return handle_aliases_; }
   HandleTable<Context>& contexts() { return contexts_; }
   HandleTable<Stream>& streams() { return streams_; }
   ShareService& sharing() { return sharing_; }
@@ -219,6 +222,7 @@ class Runtime final : public RuntimeServices {
   std::array<std::atomic<uint64_t>, kMaxDevices> peer_masks_{};
   AddressSpace space_;
   HandleTable<PhysicalAllocation> physical_;
+  HandleAliases handle_aliases_;
   HandleTable<Context> contexts_;
   HandleTable<Stream> streams_;
   // One per process image: its own fork handler refers to it, so a child keeps using it.

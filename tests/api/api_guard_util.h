@@ -35,6 +35,7 @@ inline CallOutcome call_in_child(int timeout_ms, const std::function<long long()
     return out;
   }
   fflush(nullptr);
+  settle_threads_before_fork();
   const pid_t pid = fork();
   if (pid == 0) {
     close(fds[0]);

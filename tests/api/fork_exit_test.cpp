@@ -165,6 +165,7 @@ struct ForkingKernel {
 void forking_kernel(aclvmmKernelContext*, void* raw) {
   auto* k = static_cast<ForkingKernel*>(raw);
   fflush(nullptr);
+  settle_threads_before_fork();
   const pid_t pid = fork();
   if (pid == 0) return;  // the child returns from the kernel too
   k->child.store(pid);

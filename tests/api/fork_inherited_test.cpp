@@ -30,6 +30,7 @@ TEST_F(ForkInherited, QueuedWorkNeverRunsAgainInTheChild) {
   ASSERT_EQ(aclrtMemsetAsync(dev, k2M, 0xAB, k2M, s), kOk);  // still queued at the fork
 
   fflush(nullptr);
+  settle_threads_before_fork();
   const pid_t pid = fork();
   if (pid == 0) {
     (void)wait_until([&] { return parent_done->load() != 0; }, 20);

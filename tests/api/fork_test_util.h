@@ -18,18 +18,13 @@
 
 namespace aclvmm_test {
 
-// True when the binary runs under an AddressSanitizer runtime that does not intercept fork():
-// GCC 12's (LLVM's has since version 18: it holds its allocator's locks across fork, as glibc's
-// fork does for glibc's malloc). Under such a runtime a child forked while another thread is
-// inside the sanitizer's malloc can wait for ever on a lock of that thread's, whatever the library
-// does: a plain program (no library) whose three threads allocate strings while the main thread
-// forks 3 000 children that allocate saw 14 of them hang (2 cores, under load). The tests that fork while their own threads allocate
-// all the time skip there; the normal build runs them, and the other fork tests run under ASan.
-inline bool sanitizer_fork_may_hang() {
-  if (!kAsan) return false;
-  return dlsym(RTLD_DEFAULT, "__interceptor_fork") == nullptr &&
-         dlsym(RTLD_DEFAULT, "___interceptor_fork") == nullptr;
-}
+// Under an AddressSanitizer runtime without a fork() interceptor (fork_settle.h) a child forked
+// while another thread is inside the sanitizer's malloc can wait for ever on a lock of that
+// thread's, whatever the library does: a plain program (no library) whose three threads allocate
+// strings while the main thread forks 3 000 children that allocate saw 14 of them hang (2 cores,
+// under load). The tests that fork while their own threads allocate all the time skip there; the
+// normal build runs them, and the other fork tests run under ASan, forking when the other
+// threads sleep (settle_threads_before_fork).
 #define SKIP_IF_SANITIZER_FORK_MAY_HANG()                                                    \
   do {                                                                                       \
     if (::aclvmm_test::sanitizer_fork_may_hang())                                            \

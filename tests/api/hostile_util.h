@@ -59,6 +59,7 @@ inline TimedChildResult wait_child_for(pid_t pid, int timeout_ms) {
 // run_in_child with a deadline: the child _exits with fn's result.
 inline TimedChildResult run_in_child_for(int timeout_ms, const std::function<int()>& fn) {
   fflush(nullptr);
+  settle_threads_before_fork();
   pid_t pid = fork();
   if (pid == 0) _exit(child_body(fn));
   return wait_child_for(pid, timeout_ms);

@@ -61,6 +61,7 @@ IpcmChild ipcm_fork_waiting(const std::function<int()>& body) {
   IpcmChild c;
   if (pipe(fds) != 0) return c;
   fflush(nullptr);
+  settle_threads_before_fork();
   c.pid = fork();
   if (c.pid == 0) {
     close(fds[1]);

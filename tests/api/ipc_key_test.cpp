@@ -734,6 +734,7 @@ TEST_F(IpcKeyTest, FinalizeReportsEachKeyAndImportOnce) {
   int fds[2];
   ASSERT_EQ(pipe(fds), 0);
   fflush(nullptr);
+  settle_threads_before_fork();
   const pid_t pid = fork();
   if (pid == 0) {
     close(fds[0]);

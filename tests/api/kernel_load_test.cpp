@@ -429,6 +429,7 @@ KtLeakRun kt_leaking_child(const std::vector<std::string>& paths, bool finalize)
   int fds[2];
   if (pipe(fds) != 0) return run;
   fflush(nullptr);
+  settle_threads_before_fork();
   const pid_t pid = fork();
   if (pid == 0) {
     close(fds[0]);

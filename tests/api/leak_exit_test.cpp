@@ -53,6 +53,7 @@ Exited run_leaking_child() {
   int fds[2];
   if (pipe(fds) != 0) return e;
   fflush(nullptr);
+  settle_threads_before_fork();
   const pid_t pid = fork();
   if (pid == 0) {
     close(fds[0]);

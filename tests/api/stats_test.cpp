@@ -206,6 +206,7 @@ Captured run_capturing_stdout(const std::function<int()>& fn) {
   int fds[2];
   if (pipe(fds) != 0) return c;
   fflush(nullptr);
+  settle_threads_before_fork();
   pid_t pid = fork();
   if (pid == 0) {
     close(fds[0]);

@@ -17,6 +17,7 @@
 
 #include "acl/acl.h"
 #include "aclvmm/aclvmm.h"
+#include "api/fork_settle.h"
 #include "unit/testing/fault_signals.h"
 
 namespace aclvmm_test {
@@ -264,6 +265,7 @@ inline int child_body(const std::function<int()>& fn) {
 }
 inline ChildResult run_in_child(const std::function<int()>& fn) {
   fflush(nullptr);
+  settle_threads_before_fork();
   pid_t pid = fork();
   if (pid == 0) _exit(child_body(fn));
   return wait_child(pid);

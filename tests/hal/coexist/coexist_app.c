@@ -75,6 +75,9 @@ int main(void) {
     const size_t size = 2 * kMiB;
     aclrtDrvMemHandle handle = NULL;
     CHECK(aclrtMallocPhysical(&handle, size, &prop, 0) == ACL_SUCCESS, "%s", recent());
+    /* The handle is the driver's own: the vendor's calls on it work (hal.md §6.2 rule 4). */
+    CHECK(standinHandleDevice(handle) == 0, "the driver answers %d for the handle",
+          standinHandleDevice(handle));
     void* va = NULL;
     CHECK(aclrtReserveMemAddress(&va, size, 0, NULL, 0) == ACL_SUCCESS, "%s", recent());
     CHECK(aclrtMapMem(va, size, 0, handle, 0) == ACL_SUCCESS, "%s", recent());
@@ -84,6 +87,14 @@ int main(void) {
     access.location.type = ACL_MEM_LOCATION_TYPE_DEVICE;
     access.location.id = 0;
     CHECK(aclrtMemSetAccess(va, size, &access, 1) == ACL_SUCCESS, "%s", recent());
+    aclrtDrvMemHandle retained = NULL;
+    CHECK(aclrtMemRetainAllocationHandle(va, &retained) == ACL_SUCCESS && retained == handle,
+          "retained %p, made %p: %s", retained, handle, recent());
+    CHECK(aclrtFreePhysical(retained) == ACL_SUCCESS, "%s", recent());
+    aclrtPhysicalMemProp got;
+    memset(&got, 0, sizeof got);
+    CHECK(aclrtMemGetAllocationPropertiesFromHandle(handle, &got) == ACL_SUCCESS &&
+              got.location.id == 0 && got.memAttr == ACL_HBM_MEM_HUGE, "%s", recent());
 
     /* The vendor's stream copies into memory aclvmm mapped (one driver, raw addresses); aclvmm's
      * synchronous copy reads the bytes back. */
@@ -163,7 +174,8 @@ int main(void) {
     static const char* const kServed[] = {
         "aclrtMemGetAllocationGranularity", "aclrtMallocPhysical", "aclrtFreePhysical",
         "aclrtReserveMemAddress", "aclrtReleaseMemAddress", "aclrtMapMem", "aclrtUnmapMem",
-        "aclrtMemSetAccess", "aclrtMemcpy", "aclrtMemset", "aclrtMalloc", "aclrtGetMemInfo"};
+        "aclrtMemSetAccess", "aclrtMemcpy", "aclrtMemset", "aclrtMalloc", "aclrtGetMemInfo",
+        "aclrtMemRetainAllocationHandle", "aclrtMemGetAllocationPropertiesFromHandle"};
     for (size_t i = 0; i < sizeof kServed / sizeof kServed[0]; ++i) CALLS(kServed[i], 0);
 
     /* The vendor closes the device at the last reset, and finalises after aclvmm. */

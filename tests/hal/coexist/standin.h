@@ -7,6 +7,9 @@
  * - standinOpenDevices: how many devices the stand-in holds open in the driver.
  * - standinMalloc: device memory the vendor made itself (halMemAlloc on device 0), as its memory
  *   pools would: aclrtFree of it must reach the stand-in.
+ * - standinHandleDevice: the device the driver says a physical-memory handle is on
+ *   (halMemGetAllocationPropertiesFromHandle), or minus the driver's error: a vendor call on a
+ *   handle aclvmm handed out must find the driver's own handle (hal.md §6.2 rule 4).
  * - standinForeignDriverCalls: calls of the driver's open and close functions (halDeviceOpen,
  *   drvMemDeviceOpen, halMemAgentOpen, … and their closes) that the stand-in did not make;
  *   `first` (may be NULL) gets the name of the first.
@@ -27,6 +30,7 @@ extern "C" {
 int standinCalls(const char* name);
 int standinOpenDevices(void);
 int standinMalloc(void** ptr, size_t size);
+int standinHandleDevice(void* handle);
 int standinForeignDriverCalls(char* first, size_t first_size);
 int standinWindowTouches(char* first, size_t first_size);
 

@@ -46,7 +46,7 @@ static const char* const kNames[] = {
     "aclrtMemGetAllocationGranularity", "aclrtMallocPhysical", "aclrtFreePhysical",
     "aclrtReserveMemAddress", "aclrtReleaseMemAddress", "aclrtMapMem", "aclrtUnmapMem",
     "aclrtMemSetAccess", "aclrtMemcpy", "aclrtMemset", "aclrtMalloc", "aclrtGetMemInfo",
-    "rtSetDevice"};
+    "aclrtMemRetainAllocationHandle", "aclrtMemGetAllocationPropertiesFromHandle", "rtSetDevice"};
 #define NAME_COUNT (sizeof kNames / sizeof kNames[0])
 static atomic_int g_calls[NAME_COUNT];
 
@@ -344,6 +344,15 @@ STANDIN_EXPORT int standinMalloc(void** ptr, size_t size) {
     return (int)e;
 }
 
+STANDIN_EXPORT int standinHandleDevice(void* handle) {
+    struct drv_mem_prop prop;
+    memset(&prop, 0, sizeof prop);
+    standin_in_driver_call = 1;
+    drvError_t e = halMemGetAllocationPropertiesFromHandle(&prop, (drv_mem_handle_t*)handle);
+    standin_in_driver_call = 0;
+    return e == DRV_ERROR_NONE ? (int)prop.devid : -(int)e;
+}
+
 STANDIN_EXPORT aclError VENDOR(aclrtFree)(void* devPtr) {
     arrived("aclrtFree");
     standin_in_driver_call = 1;
@@ -403,3 +412,6 @@ SERVED_BY_ACLVMM(aclrtMemcpy, (void* dst, size_t destMax, const void* src, size_
 SERVED_BY_ACLVMM(aclrtMemset, (void* devPtr, size_t maxCount, int32_t value, size_t count))
 SERVED_BY_ACLVMM(aclrtMalloc, (void** devPtr, size_t size, aclrtMemMallocPolicy policy))
 SERVED_BY_ACLVMM(aclrtGetMemInfo, (aclrtMemAttr attr, size_t* free, size_t* total))
+SERVED_BY_ACLVMM(aclrtMemRetainAllocationHandle, (void* virPtr, aclrtDrvMemHandle* handle))
+SERVED_BY_ACLVMM(aclrtMemGetAllocationPropertiesFromHandle,
+                 (aclrtDrvMemHandle handle, aclrtPhysicalMemProp* prop))
