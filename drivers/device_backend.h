@@ -91,6 +91,14 @@ struct EmulationOptions {
   bool host_access_open = false;    // ACLVMM_HOST_ACCESS=open: every mapping CPU-visible
   bool host_numa = true;            // ACLVMM_HOST_NUMA=off: a host without NUMA
   int32_t server_id = 0;            // ACLVMM_SERVER_ID (FABRIC)
+  // ACLVMM_POD_FILE: every server of the super-pod (this one included) and where it listens;
+  // empty: this host alone (docs/fabric.md).
+  struct PodServer {
+    int32_t server_id = 0;
+    std::string address;  // numeric IPv4 or IPv6
+    uint16_t port = 0;
+  };
+  std::vector<PodServer> pod;
   // ASCEND_RT_VISIBLE_DEVICES as the core resolved it: user id i is device visible_devices[i]
   // (empty: the identity). emu's share tokens carry the exporter's user id (behavior.md §7).
   std::vector<int32_t> visible_devices;

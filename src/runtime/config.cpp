@@ -2,6 +2,7 @@
 
 #include <cctype>
 #include <cstdlib>
+#include <fstream>
 #include <sstream>
 
 namespace aclvmm {
@@ -170,6 +171,20 @@ StatusOr<Config> load_config() {
   if (std::string v = env("ACLVMM_DRIVER"); !v.empty()) {
     if (v != "emu" && v != "hal") return bad("ACLVMM_DRIVER", v, "emu, hal");
     c.driver = v;
+  }
+  if (std::string v = env("ACLVMM_SERVER_ID"); !v.empty()) {
+    uint64_t id = 0;
+    if (!parse_uint(v, &id) || id > kMaxServerId) return bad("ACLVMM_SERVER_ID", v, "0..1022");
+    c.server_id = static_cast<int>(id);
+  }
+  if (std::string v = env("ACLVMM_POD_FILE"); !v.empty()) {
+    std::ifstream in(v);
+    std::stringstream content;
+    if (!in || !(content << in.rdbuf())) {
+      return bad("ACLVMM_POD_FILE", v, "a readable file of `server_id address` lines");
+    }
+    c.pod_file = v;
+    ACLVMM_ASSIGN_OR_RETURN(c.pod, parse_pod(content.str(), c.server_id));
   }
   c.hal_library = env("ACLVMM_HAL_LIBRARY");
   c.hal_hide = env("ACLVMM_HAL_HIDE");

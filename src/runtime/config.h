@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "runtime/pod.h"
 #include "runtime/product.h"
 
 namespace aclvmm {
@@ -50,6 +51,11 @@ struct Config {
   // Logical device id -> physical (chip) id, as the driver reports it (drvDeviceGetPhyIdByIndex;
   // they differ inside containers). Empty: equal, as in the emulator.
   std::vector<int> physical_ids;
+  // The super-pod (runtime/pod.h, docs/fabric.md): ACLVMM_SERVER_ID, and ACLVMM_POD_FILE's path
+  // and members (empty: this host alone).
+  int server_id = 0;
+  std::string pod_file;
+  std::vector<PodMember> pod;
 };
 
 // Reads every variable; a malformed value is an error naming the variable and what it accepts.

@@ -25,7 +25,7 @@ bool same_rules(const std::vector<InjectionRule>& a, const std::vector<Injection
 
 // A field added to Config must be compared below, or a restart that changes only that field
 // would keep the old snapshot. This trips when Config's layout changes (libstdc++, LP64).
-static_assert(sizeof(Config) == 376, "Config changed: compare the new field in same_config()");
+static_assert(sizeof(Config) == 440, "Config changed: compare the new field in same_config()");
 
 bool same_config(const Config& a, const Config& b) {
   return a.product.soc == b.product.soc && a.product.family == b.product.family &&
@@ -37,7 +37,8 @@ bool same_config(const Config& a, const Config& b) {
          a.visible == b.visible && a.visible_error == b.visible_error &&
          a.visible_set == b.visible_set && a.kernel_libs == b.kernel_libs &&
          a.device_memory_set == b.device_memory_set && a.hal_library == b.hal_library &&
-         a.hal_hide == b.hal_hide && a.physical_ids == b.physical_ids;
+         a.hal_hide == b.hal_hide && a.physical_ids == b.physical_ids &&
+         a.server_id == b.server_id && a.pod_file == b.pod_file && a.pod == b.pod;
 }
 
 ConfigSnapshots::ConfigSnapshots() : current_(&defaults()) {}

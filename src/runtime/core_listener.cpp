@@ -110,6 +110,10 @@ StatusOr<std::shared_ptr<dev::DeviceBackend>> open_device(const Config& config) 
       config.device_memory != 0 ? config.device_memory : config.product.memory_bytes;
   options.emulation.host_access_open = config.host_access_open;
   options.emulation.host_numa = config.host_numa;
+  options.emulation.server_id = config.server_id;
+  for (const PodMember& m : config.pod) {
+    options.emulation.pod.push_back({m.server_id, m.address, m.port});
+  }
   options.emulation.visible_devices.assign(config.visible.begin(), config.visible.end());
   options.hal.library = config.hal_library;
   options.hal.hide = config.hal_hide;

@@ -108,7 +108,7 @@ TEST_F(ShareToken, FabricBlobOverUdpOnA3) {
   uint32_t words[5];
   std::memcpy(words, blob.data(), sizeof words);
   EXPECT_EQ(words[0], 1u);  // handle type
-  EXPECT_EQ(words[1], 0u);  // super-pod id
+  EXPECT_EQ(words[1], 1u);  // SDID: server 0 in bits 22-31, device 1 in bits 0-15
   EXPECT_EQ(words[2], 1u);  // exporter logical device
   EXPECT_EQ(words[3], 5u);  // exporter physical device
   EXPECT_NE(words[4], 0u);  // share id
@@ -138,6 +138,34 @@ TEST_F(ShareToken, FabricBlobOverUdpOnA3) {
   auto props = importer.cmd("props 0");
   ASSERT_EQ(props.size(), 4u);
   EXPECT_EQ(props[3], "5");
+  EXPECT_EQ(importer.finish(), 0);
+  EXPECT_EQ(exporter.finish(), 0);
+}
+
+// docs/fabric.md: a FABRIC handle names its exporter's server in the top bits of its SDID (word
+// 1) and marks host memory with the driver's host id (word 3, 65). Host memory does not cross
+// servers: an importer on another server is refused with 207000, before any transport.
+TEST_F(ShareToken, FabricHandleNamesTheServerAndHostMemoryStaysThere) {
+  std::vector<std::string> exporter_env = kA3, importer_env = kA3;
+  exporter_env.push_back("ACLVMM_SERVER_ID=7");
+  importer_env.push_back("ACLVMM_SERVER_ID=3");
+  Peer exporter(exporter_env), importer(importer_env), neighbour(exporter_env);
+  ASSERT_EQ(exporter.rc("dev 0"), kOk);
+  ASSERT_EQ(exporter.rc("halloc 0 2097152"), kOk);
+  auto r = exporter.cmd("export2 0 1 2");  // DISABLE_PID_VALIDATION: anyone may import
+  ASSERT_EQ(Peer::code_of(r), kOk);
+  ASSERT_EQ(r.size(), 2u);
+  const std::vector<unsigned char> blob = bytes_of(r[1]);
+  uint32_t words[5];
+  std::memcpy(words, blob.data(), sizeof words);
+  EXPECT_EQ(words[1], 7u << 22);  // server 7, device field 0
+  EXPECT_EQ(words[3], 65u);       // host memory
+  ASSERT_EQ(importer.rc("dev 0"), kOk);
+  EXPECT_EQ(Peer::code_of(importer.cmd(line("import2 0 2", r[1], 0))), 207000);
+  // A process of the exporter's own server imports it as before.
+  ASSERT_EQ(neighbour.rc("dev 0"), kOk);
+  EXPECT_EQ(Peer::code_of(neighbour.cmd(line("import2 0 2", r[1], 0))), kOk);
+  EXPECT_EQ(neighbour.finish(), 0);
   EXPECT_EQ(importer.finish(), 0);
   EXPECT_EQ(exporter.finish(), 0);
 }

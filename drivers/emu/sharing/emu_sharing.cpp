@@ -26,12 +26,13 @@ Result fail(int errno_value) { return Result::from_errno(errno_value); }
 }  // namespace
 
 EmuSharing::EmuSharing(BackendListener& listener, share::ShareTransport& transport,
-                       int32_t device_count, std::vector<int32_t> user_ids)
+                       int32_t device_count, std::vector<int32_t> user_ids, int32_t server_id)
     : listener_(listener),
       gate_(listener),
       transport_(transport, listener),
       device_count_(device_count),
-      user_ids_(std::move(user_ids)) {}
+      user_ids_(std::move(user_ids)),
+      server_id_(server_id) {}
 
 EmuSharing::~EmuSharing() { shutdown(); }
 
@@ -113,16 +114,19 @@ Result EmuSharing::export_fabric(PhysicalId memory, FabricToken* inout) {
   uint64_t token = 0;
   if (Result r = export_locked(memory, &token); !r.ok()) return r;
   const Location where = EmuPhysical::from_id(memory)->properties().location;
-  const uint32_t physical = where.kind == Location::Kind::kDevice ? where.id : 0;
-  share::write_fabric(inout->bytes, TokenFields::unpack(token), physical);
+  share::FabricFields f;
+  f.token = TokenFields::unpack(token);
+  f.server_id = static_cast<uint32_t>(server_id_);
+  f.host = where.kind != Location::Kind::kDevice;
+  share::write_fabric(inout->bytes, f, f.host ? 0 : static_cast<uint32_t>(where.id));
   return Result::success();
 }
 
 Result EmuSharing::token_of_fabric(const FabricToken& fabric, ShareToken* out) {
   if (out == nullptr) return fail(EINVAL);
-  TokenFields t;
-  if (!share::read_fabric(fabric.bytes, &t)) return fail(EINVAL);
-  out->value = t.pack();
+  share::FabricFields f;
+  if (!share::read_fabric(fabric.bytes, &f)) return fail(EINVAL);
+  out->value = f.token.pack();
   return Result::success();
 }
 

@@ -62,8 +62,10 @@ class EmuSharing final : public Sharing {
  public:
   // user_ids: ASCEND_RT_VISIBLE_DEVICES as the core resolved it (user id i is device
   // user_ids[i]; empty: the identity). Tokens carry the exporter's user id (behavior.md §7).
+  // server_id: this host's server of the super-pod (ACLVMM_SERVER_ID), which FABRIC handles
+  // name (docs/fabric.md).
   EmuSharing(BackendListener& listener, share::ShareTransport& transport, int32_t device_count,
-             std::vector<int32_t> user_ids);
+             std::vector<int32_t> user_ids, int32_t server_id = 0);
   ~EmuSharing() override;
   EmuSharing(const EmuSharing&) = delete;
   EmuSharing& operator=(const EmuSharing&) = delete;
@@ -199,6 +201,7 @@ class EmuSharing final : public Sharing {
   share::GatedTransport transport_;
   const int32_t device_count_;
   const std::vector<int32_t> user_ids_;
+  const int32_t server_id_;
   EmuPhysicalAllocator* physical_ = nullptr;
   mutable std::mutex mu_;
   std::map<uint32_t, Export> exports_;       // by share id

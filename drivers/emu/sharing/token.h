@@ -4,8 +4,10 @@
 //   The share id is emu's own: bits 0-17 name the exporting process (its pid in its own pid
 //   namespace, low 18 bits), bits 18-31 are a serial of that process. An importer accepts memory
 //   only from the process the token names (docs/sharing.md, "Trust model").
-//   V2 FABRIC: a 128-byte blob whose first 20 bytes are five u32: handle type (1), super-pod id,
-//   exporting logical device, exporting physical device, share id; the rest is left as given.
+//   V2 FABRIC: a 128-byte blob whose first 20 bytes are five u32: handle type (1), super-pod
+//   device id (SDID: bits 0-15 the device, 16-17 the die, 18-21 the chip, 22-31 the exporter's
+//   server id, 0x3FF for none; docs/fabric.md), exporting logical device, exporting physical
+//   device (65, the driver's host id, for host memory), share id; the rest is left as given.
 #pragma once
 
 #include <cstdint>
@@ -40,20 +42,36 @@ inline bool share_id_names(uint32_t share_id, int pid) {
 }
 
 inline constexpr uint32_t kFabricHandleType = 1;
-inline constexpr uint32_t kSuperPodId = 0;  // one emulated super-pod per host
+inline constexpr uint32_t kHostDevice = 65;  // the driver's host id, in word 3 for host memory
 
-inline void write_fabric(uint8_t* blob, const TokenFields& t, uint32_t physical_device) {
-  const uint32_t words[5] = {kFabricHandleType, kSuperPodId, t.device, physical_device, t.share_id};
+inline uint32_t make_sdid(uint32_t server_id, uint32_t device) {
+  return ((server_id & 0x3FFu) << 22) | (device & 0xFFFFu);
+}
+inline uint32_t sdid_server(uint32_t sdid) { return sdid >> 22; }
+
+// What a FABRIC handle says beyond its V1 fields.
+struct FabricFields {
+  TokenFields token;
+  uint32_t server_id = 0;  // the exporter's server (from the SDID)
+  bool host = false;       // host memory
+};
+
+inline void write_fabric(uint8_t* blob, const FabricFields& f, uint32_t physical_device) {
+  const uint32_t words[5] = {kFabricHandleType, make_sdid(f.server_id, f.token.device),
+                             f.token.device, f.host ? kHostDevice : physical_device,
+                             f.token.share_id};
   std::memcpy(blob, words, sizeof words);
 }
 
 // false when the blob is not a fabric handle.
-inline bool read_fabric(const uint8_t* blob, TokenFields* t) {
+inline bool read_fabric(const uint8_t* blob, FabricFields* f) {
   uint32_t words[5];
   std::memcpy(words, blob, sizeof words);
   if (words[0] != kFabricHandleType || words[4] == 0) return false;
-  t->device = words[2];
-  t->share_id = words[4];
+  f->server_id = sdid_server(words[1]);
+  f->token.device = words[2];
+  f->host = words[3] == kHostDevice;
+  f->token.share_id = words[4];
   return true;
 }
 

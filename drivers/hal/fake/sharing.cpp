@@ -194,10 +194,10 @@ drvError_t import_v2(uint32_t type, MemShareHandle* token, uint32_t device,
   if (type != MEM_HANDLE_TYPE_FABRIC || !super_pod(config().family)) {
     return DRV_ERROR_NOT_SUPPORT;
   }
-  dev::emu::share::TokenFields fields;
+  dev::emu::share::FabricFields fields;
   if (!dev::emu::share::read_fabric(token->share_info, &fields)) return DRV_ERROR_INVALID_VALUE;
   // The import table's key: the token inside the blob, in the HAL's layout.
-  return import(fields.pack(), token, device, handle);
+  return import(fields.token.pack(), token, device, handle);
 }
 
 drvError_t set_pids(uint64_t token, int pids[], uint32_t count) {
@@ -221,11 +221,11 @@ drvError_t trans(uint32_t type, MemShareHandle* token, uint32_t* server,
       type != MEM_HANDLE_TYPE_FABRIC) {
     return DRV_ERROR_INVALID_VALUE;
   }
-  dev::emu::share::TokenFields fields;
+  dev::emu::share::FabricFields fields;
   if (!dev::emu::share::read_fabric(token->share_info, &fields)) return DRV_ERROR_INVALID_VALUE;
-  // One emulated host is one server of the pod: the SDID names this server.
-  *server = static_cast<uint32_t>(config().server_id);
-  *token64 = fields.pack();
+  // The server the SDID names, as the HAL parses it.
+  *server = fields.server_id;
+  *token64 = fields.token.pack();
   return DRV_ERROR_NONE;
 }
 

@@ -152,7 +152,8 @@ int child_fabric() {
                       DRV_ERROR_NONE);
   uint32_t w[5];
   std::memcpy(w, blob.share_info, sizeof w);
-  FAKEHAL_CHILD_CHECK(w[0] == 1 && w[1] == 0 && w[2] == 0 && w[3] == 0 && w[4] != 0);
+  // SDID: server 5 in bits 22-31, device 0 in bits 0-15.
+  FAKEHAL_CHILD_CHECK(w[0] == 1 && w[1] == (5u << 22) && w[2] == 0 && w[3] == 0 && w[4] != 0);
   for (size_t i = 20; i < sizeof blob.share_info; ++i) {
     FAKEHAL_CHILD_CHECK(blob.share_info[i] == 0xAB);  // the rest is left as given
   }
