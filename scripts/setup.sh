@@ -11,7 +11,8 @@
 aclvmm_setup() {
     local required=(cmake g++ make binutils pkg-config libspdlog-dev libnuma-dev libgtest-dev libbenchmark-dev
                     python3-dev python3-pytest  # the Python binding acl.so and its tests
-                    clang-14 libclang-rt-14-dev)  # clang + libFuzzer: the fuzz stage of tests/run.sh
+                    clang-14 libclang-rt-14-dev  # clang + libFuzzer: the fuzz stage of tests/run.sh
+                    libfabric-dev iproute2)  # FABRIC across hosts (docs/fabric.md) and its namespaces
     local missing=() pkg status
 
     if ! command -v dpkg-query >/dev/null 2>&1; then

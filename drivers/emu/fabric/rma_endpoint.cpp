@@ -1,0 +1,278 @@
+#include "drivers/emu/fabric/rma_endpoint.h"
+
+#include <rdma/fabric.h>
+#include <rdma/fi_cm.h>
+#include <rdma/fi_domain.h>
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_errno.h>
+#include <rdma/fi_rma.h>
+#include <time.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <new>
+#include <thread>
+
+namespace aclvmm::dev::emu::fabric {
+
+struct RmaEndpoint::Fabric {
+  fi_info* info = nullptr;
+  fid_fabric* fabric = nullptr;
+  fid_domain* domain = nullptr;
+  fid_cq* tx_cq = nullptr;  // the callers' completions, read under op_mu
+  fid_cq* rx_cq = nullptr;  // the progress thread sleeps on it
+  fid_av* av = nullptr;
+  fid_ep* ep = nullptr;
+  bool local_mr = false;   // FI_MR_LOCAL: local buffers are registered too
+  bool virt_addr = false;  // FI_MR_VIRT_ADDR: remote addresses are virtual
+  bool prov_key = false;   // FI_MR_PROV_KEY: the provider picks keys
+  std::atomic<uint64_t> next_key{1};
+  std::mutex op_mu;  // one operation at a time: its completion is its caller's
+  std::mutex mr_mu;
+  std::vector<fid_mr*> regions;
+  std::thread progress;
+  std::atomic<bool> stop{false};
+  bool broken = false;  // under op_mu: an operation timed out; the endpoint takes no more
+
+  // Stops the progress thread, then closes the endpoint: the provider does not take an endpoint
+  // closed under a thread progressing it (a crash inside rxm, seen with a cut link).
+  void shut_down() {
+    if (progress.joinable()) {
+      stop.store(true, std::memory_order_release);
+      if (rx_cq != nullptr) (void)fi_cq_signal(rx_cq);
+      progress.join();
+    }
+    // An endpoint with an operation that timed out is left open (see transfer).
+    if (ep != nullptr && !broken) (void)fi_close(&ep->fid);
+    ep = nullptr;
+  }
+  ~Fabric() {
+    shut_down();
+    if (broken) return;  // the provider still owns what the lost operation uses
+    for (fid_mr* mr : regions) (void)fi_close(&mr->fid);
+    if (av != nullptr) (void)fi_close(&av->fid);
+    if (rx_cq != nullptr) (void)fi_close(&rx_cq->fid);
+    if (tx_cq != nullptr) (void)fi_close(&tx_cq->fid);
+    if (domain != nullptr) (void)fi_close(&domain->fid);
+    if (fabric != nullptr) (void)fi_close(&fabric->fid);
+    if (info != nullptr) fi_freeinfo(info);
+  }
+};
+
+namespace {
+
+Result provider_error(int rc) {
+  // The provider's errors are negative errnos (FI_E* above 255 have no errno: EIO).
+  const int e = rc < 0 ? -rc : rc;
+  return Result::from_errno(e > 0 && e < 256 ? e : EIO);
+}
+
+std::string said(const char* what, int rc) {
+  return std::string(what) + ": " + fi_strerror(rc < 0 ? -rc : rc);
+}
+
+}  // namespace
+
+RmaEndpoint::RmaEndpoint() : f_(new Fabric()) {}
+
+RmaEndpoint::~RmaEndpoint() = default;  // Fabric's destructor stops the thread first
+
+Result RmaEndpoint::open(const std::string& address, uint16_t port,
+                         std::unique_ptr<RmaEndpoint>* out, std::string* why) {
+  std::unique_ptr<RmaEndpoint> e(new RmaEndpoint());
+  Fabric& f = *e->f_;
+  fi_info* hints = fi_allocinfo();
+  if (hints == nullptr) return Result::from_errno(ENOMEM);
+  hints->caps = FI_RMA;
+  hints->ep_attr->type = FI_EP_RDM;
+  hints->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY;
+  hints->domain_attr->threading = FI_THREAD_SAFE;
+  hints->tx_attr->op_flags = FI_DELIVERY_COMPLETE;
+  if (std::getenv("FI_PROVIDER") == nullptr) hints->fabric_attr->prov_name = strdup("tcp;ofi_rxm");
+  const std::string service = std::to_string(port);
+  int rc =
+      fi_getinfo(FI_VERSION(1, 17), address.c_str(), service.c_str(), FI_SOURCE, hints, &f.info);
+  fi_freeinfo(hints);
+  if (rc != 0) {
+    *why = said(("no fabric provider for " + address).c_str(), rc);
+    return provider_error(rc);
+  }
+  f.local_mr = (f.info->domain_attr->mr_mode & FI_MR_LOCAL) != 0;
+  f.virt_addr = (f.info->domain_attr->mr_mode & FI_MR_VIRT_ADDR) != 0;
+  f.prov_key = (f.info->domain_attr->mr_mode & FI_MR_PROV_KEY) != 0;
+  e->provider_ = f.info->fabric_attr->prov_name != nullptr ? f.info->fabric_attr->prov_name : "";
+  fi_cq_attr tx{};
+  tx.format = FI_CQ_FORMAT_CONTEXT;
+  tx.wait_obj = FI_WAIT_NONE;
+  fi_cq_attr rx{};
+  rx.format = FI_CQ_FORMAT_CONTEXT;
+  rx.wait_obj = FI_WAIT_UNSPEC;
+  fi_av_attr av{};
+  av.type = FI_AV_TABLE;
+  if ((rc = fi_fabric(f.info->fabric_attr, &f.fabric, nullptr)) != 0 ||
+      (rc = fi_domain(f.fabric, f.info, &f.domain, nullptr)) != 0 ||
+      (rc = fi_cq_open(f.domain, &tx, &f.tx_cq, nullptr)) != 0 ||
+      (rc = fi_cq_open(f.domain, &rx, &f.rx_cq, nullptr)) != 0 ||
+      (rc = fi_av_open(f.domain, &av, &f.av, nullptr)) != 0 ||
+      (rc = fi_endpoint(f.domain, f.info, &f.ep, nullptr)) != 0 ||
+      (rc = fi_ep_bind(f.ep, &f.av->fid, 0)) != 0 ||
+      (rc = fi_ep_bind(f.ep, &f.tx_cq->fid, FI_TRANSMIT)) != 0 ||
+      (rc = fi_ep_bind(f.ep, &f.rx_cq->fid, FI_RECV)) != 0 || (rc = fi_enable(f.ep)) != 0) {
+    *why = said("the fabric endpoint could not be set up", rc);
+    return provider_error(rc);
+  }
+  size_t len = 0;
+  (void)fi_getname(&f.ep->fid, nullptr, &len);
+  e->name_.resize(len);
+  if ((rc = fi_getname(&f.ep->fid, e->name_.data(), &len)) != 0) {
+    *why = said("the endpoint has no name", rc);
+    return provider_error(rc);
+  }
+  e->name_.resize(len);
+  try {
+    f.progress = std::thread([raw = e.get()] { raw->progress(); });
+  } catch (const std::system_error&) {
+    *why = "no thread to drive the fabric's progress";
+    return Result::from_errno(EAGAIN);
+  }
+  *out = std::move(e);
+  return Result::success();
+}
+
+// The provider makes progress on this host's memory only while someone calls it: this thread
+// does, asleep in the provider's wait object while nothing happens.
+void RmaEndpoint::progress() {
+  fi_cq_entry entry;
+  while (!f_->stop.load(std::memory_order_acquire)) {
+    const ssize_t rc = fi_cq_sread(f_->rx_cq, &entry, 1, nullptr, 1000);
+    if (rc == -FI_EAVAIL) {
+      fi_cq_err_entry err{};
+      (void)fi_cq_readerr(f_->rx_cq, &err, 0);
+    }
+  }
+}
+
+Result RmaEndpoint::register_memory(void* base, size_t size, RemoteRegion* out) {
+  if (base == nullptr || size == 0 || out == nullptr) return Result::from_errno(EINVAL);
+  std::lock_guard lock(f_->mr_mu);
+  const uint64_t requested = f_->next_key.fetch_add(1);
+  fid_mr* mr = nullptr;
+  const int rc = fi_mr_reg(f_->domain, base, size, FI_REMOTE_READ | FI_REMOTE_WRITE, 0, requested,
+                           0, &mr, nullptr);
+  if (rc != 0) return provider_error(rc);
+  try {
+    f_->regions.push_back(mr);
+  } catch (const std::bad_alloc&) {
+    (void)fi_close(&mr->fid);
+    return Result::from_errno(ENOMEM);
+  }
+  out->key = fi_mr_key(mr);
+  out->base = f_->virt_addr ? reinterpret_cast<uint64_t>(base) : 0;
+  return Result::success();
+}
+
+Result RmaEndpoint::deregister(uint64_t key) {
+  std::lock_guard lock(f_->mr_mu);
+  for (auto it = f_->regions.begin(); it != f_->regions.end(); ++it) {
+    if (fi_mr_key(*it) != key) continue;
+    (void)fi_close(&(*it)->fid);
+    f_->regions.erase(it);
+    return Result::success();
+  }
+  return Result::from_errno(ENOENT);
+}
+
+Result RmaEndpoint::add_peer(const std::vector<uint8_t>& name, PeerId* out) {
+  if (name.empty() || out == nullptr) return Result::from_errno(EINVAL);
+  fi_addr_t addr = FI_ADDR_UNSPEC;
+  const int n = fi_av_insert(f_->av, name.data(), 1, &addr, 0, nullptr);
+  if (n != 1) return Result::from_errno(EINVAL);
+  *out = addr;
+  return Result::success();
+}
+
+Result RmaEndpoint::read(PeerId peer, void* local, size_t size, const RemoteRegion& region,
+                         uint64_t offset, std::chrono::milliseconds timeout) {
+  return transfer(false, peer, local, size, region, offset, timeout);
+}
+
+Result RmaEndpoint::write(PeerId peer, const void* local, size_t size, const RemoteRegion& region,
+                          uint64_t offset, std::chrono::milliseconds timeout) {
+  return transfer(true, peer, const_cast<void*>(local), size, region, offset, timeout);
+}
+
+Result RmaEndpoint::transfer(bool is_write, PeerId peer, void* local, size_t size,
+                             const RemoteRegion& region, uint64_t offset,
+                             std::chrono::milliseconds timeout) {
+  if (local == nullptr || size == 0) return Result::from_errno(EINVAL);
+  Fabric& f = *f_;
+  std::lock_guard lock(f.op_mu);
+  if (f.broken) return Result::from_errno(ETIMEDOUT);
+  // The provider moves the bytes through a buffer of the endpoint's, never the caller's: an
+  // operation that outlives its bound (a cut link) may still complete later, and must not touch
+  // memory the caller has reused by then. A timed-out operation's buffer is left to it.
+  std::unique_ptr<uint8_t[]> bounce(new (std::nothrow) uint8_t[size]);
+  if (bounce == nullptr) return Result::from_errno(ENOMEM);
+  if (is_write) std::memcpy(bounce.get(), local, size);
+  fid_mr* local_mr = nullptr;
+  if (f.local_mr) {
+    const int rc = fi_mr_reg(f.domain, bounce.get(), size, is_write ? FI_WRITE : FI_READ, 0,
+                             f.next_key.fetch_add(1), 0, &local_mr, nullptr);
+    if (rc != 0) return provider_error(rc);
+  }
+  void* desc = local_mr != nullptr ? fi_mr_desc(local_mr) : nullptr;
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  const uint64_t remote = region.base + offset;
+  Result result = Result::success();
+  bool posted = false;
+  for (;;) {
+    const ssize_t rc = is_write
+                           ? fi_write(f.ep, bounce.get(), size, desc, peer, remote, region.key, &f)
+                           : fi_read(f.ep, bounce.get(), size, desc, peer, remote, region.key, &f);
+    if (rc == 0) {
+      posted = true;
+      break;
+    }
+    if (rc != -FI_EAGAIN) {
+      result = provider_error(static_cast<int>(rc));
+      break;
+    }
+    fi_cq_entry entry;
+    (void)fi_cq_read(f.tx_cq, &entry, 1);  // drives progress
+    if (std::chrono::steady_clock::now() >= deadline) {
+      result = Result::from_errno(ETIMEDOUT);
+      break;
+    }
+  }
+  while (posted) {
+    fi_cq_entry entry;
+    const ssize_t rc = fi_cq_read(f.tx_cq, &entry, 1);
+    if (rc == 1) {
+      if (!is_write) std::memcpy(local, bounce.get(), size);
+      break;
+    }
+    if (rc == -FI_EAVAIL) {
+      fi_cq_err_entry err{};
+      (void)fi_cq_readerr(f.tx_cq, &err, 0);
+      result = provider_error(err.err != 0 ? -err.err : -EIO);
+      break;
+    }
+    if (std::chrono::steady_clock::now() >= deadline) {
+      // Still outstanding: its buffer and registration stay with it, and the endpoint takes no
+      // more operations (closing it with the operation in flight crashes the rxm provider).
+      (void)bounce.release();
+      local_mr = nullptr;
+      f.broken = true;
+      return Result::from_errno(ETIMEDOUT);
+    }
+    timespec nap{0, 20 * 1000};
+    nanosleep(&nap, nullptr);
+  }
+  if (local_mr != nullptr) (void)fi_close(&local_mr->fid);
+  return result;
+}
+
+}  // namespace aclvmm::dev::emu::fabric
