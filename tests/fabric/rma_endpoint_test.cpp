@@ -56,21 +56,22 @@ class FabricRma : public ::testing::Test {
   void SetUp() override {
     std::string why;
     if (!NetnsPod::available(&why)) GTEST_SKIP() << why;
-    pod_ = std::make_unique<NetnsPod>(2);
+    pod_ = std::make_unique<NetnsPod>(hosts());
     ASSERT_TRUE(pod_->ok()) << "the namespaces could not be set up";
     ASSERT_EQ(::pipe(offer_), 0);
     ASSERT_EQ(::pipe(go_), 0);
   }
+  virtual int hosts() const { return 2; }
   void TearDown() override {
     for (int fd : {offer_[0], offer_[1], go_[0], go_[1]}) {
       if (fd >= 0) ::close(fd);
     }
   }
 
-  // Host 0: registers a buffer of pattern(1), offers it, and waits for one byte on go_: 0 ends
-  // it, 1 makes it check that the buffer then holds pattern(2).
-  pid_t start_exporter() {
-    return pod_->start_in(0, [this] {
+  // Host 0: registers a buffer of pattern(1), offers it `readers` times, and waits for one byte
+  // on go_: 0 ends it, 1 makes it check that the buffer then holds pattern(2).
+  pid_t start_exporter(int readers = 1) {
+    return pod_->start_in(0, [this, readers] {
       std::unique_ptr<RmaEndpoint> ep;
       std::string why;
       if (!RmaEndpoint::open(NetnsPod::address(0), kPort, &ep, &why).ok()) {
@@ -83,17 +84,20 @@ class FabricRma : public ::testing::Test {
       offer.name_size = static_cast<uint32_t>(ep->name().size());
       if (offer.name_size > sizeof offer.name) return 4;
       std::memcpy(offer.name, ep->name().data(), offer.name_size);
-      if (!write_all(offer_[1], &offer, sizeof offer)) return 5;
+      for (int i = 0; i < readers; ++i) {
+        if (!write_all(offer_[1], &offer, sizeof offer)) return 5;
+      }
       uint8_t what = 0;
       if (!read_all(go_[0], &what, 1)) return 6;
       return what == 1 && memory != pattern(2) ? 7 : 0;
     });
   }
   // An importer's endpoint on host 1 with the exporter's offer; false when it cannot be made.
-  static bool importer(int offer_fd, std::unique_ptr<RmaEndpoint>* ep, PeerId* peer, Offer* offer) {
+  static bool importer(int offer_fd, std::unique_ptr<RmaEndpoint>* ep, PeerId* peer, Offer* offer,
+                       int host = 1) {
     std::string why;
     if (!read_all(offer_fd, offer, sizeof *offer)) return false;
-    if (!RmaEndpoint::open(NetnsPod::address(1), kPort, ep, &why).ok()) {
+    if (!RmaEndpoint::open(NetnsPod::address(host), kPort, ep, &why).ok()) {
       std::fprintf(stderr, "importer: %s\n", why.c_str());
       return false;
     }
@@ -202,6 +206,36 @@ TEST_F(FabricRma, AnExporterThatExitedGivesACode) {
   ASSERT_TRUE(write_all(done[1], &one, 1));
   EXPECT_EQ(wait_for(reader, 30), 0);
   for (int f : {ready[0], ready[1], done[0], done[1]}) ::close(f);
+}
+
+// Four hosts: three importers on hosts 1-3 read the one export of host 0 at the same time, each
+// byte-exact.
+class FabricRma4 : public FabricRma {
+ protected:
+  int hosts() const override { return 4; }
+};
+
+TEST_F(FabricRma4, ThreeHostsReadOneExport) {
+  const pid_t exporter = start_exporter(3);
+  const int fd = offer_[0];
+  std::vector<pid_t> readers;
+  for (int host = 1; host <= 3; ++host) {
+    readers.push_back(pod_->start_in(host, [fd, host] {
+      std::unique_ptr<RmaEndpoint> ep;
+      PeerId peer = 0;
+      Offer offer;
+      if (!importer(fd, &ep, &peer, &offer, host)) return 2;
+      std::vector<uint8_t> got(kSize, 0);
+      for (int round = 0; round < 4; ++round) {
+        if (!ep->read(peer, got.data(), kSize, offer.region, 0, milliseconds(20000)).ok()) return 3;
+        if (got != pattern(1)) return 4;
+      }
+      return 0;
+    }));
+  }
+  for (const pid_t r : readers) EXPECT_EQ(wait_for(r, 90), 0);
+  go(0);
+  EXPECT_EQ(wait_for(exporter, 30), 0);
 }
 
 }  // namespace
