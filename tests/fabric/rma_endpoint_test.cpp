@@ -12,6 +12,7 @@
 #include <memory>
 #include <vector>
 
+#include "fabric/fabric_test_util.h"
 #include "fabric/netns_pod.h"
 
 namespace aclvmm_test {
@@ -23,33 +24,9 @@ using aclvmm::dev::emu::fabric::RmaEndpoint;
 using std::chrono::milliseconds;
 
 constexpr size_t kSize = 1 << 20;
-constexpr uint16_t kPort = 7017;
+constexpr uint16_t kPort = kFabricPort;
 
-std::vector<uint8_t> pattern(uint8_t seed) {
-  std::vector<uint8_t> v(kSize);
-  for (size_t i = 0; i < kSize; ++i) v[i] = static_cast<uint8_t>(i * 7 + seed);
-  return v;
-}
-
-// What the exporter hands the importer (through a pipe, as the pod's control path would).
-struct Offer {
-  uint32_t name_size = 0;
-  uint8_t name[256] = {};
-  RemoteRegion region;
-};
-
-bool write_all(int fd, const void* p, size_t n) {
-  return ::write(fd, p, n) == static_cast<ssize_t>(n);
-}
-bool read_all(int fd, void* p, size_t n) {
-  size_t got = 0;
-  while (got < n) {
-    const ssize_t r = ::read(fd, static_cast<char*>(p) + got, n - got);
-    if (r <= 0) return false;
-    got += static_cast<size_t>(r);
-  }
-  return true;
-}
+std::vector<uint8_t> pattern(uint8_t seed) { return byte_pattern(kSize, seed); }
 
 class FabricRma : public ::testing::Test {
  protected:
@@ -81,9 +58,7 @@ class FabricRma : public ::testing::Test {
       std::vector<uint8_t> memory = pattern(1);
       Offer offer;
       if (!ep->register_memory(memory.data(), kSize, &offer.region).ok()) return 3;
-      offer.name_size = static_cast<uint32_t>(ep->name().size());
-      if (offer.name_size > sizeof offer.name) return 4;
-      std::memcpy(offer.name, ep->name().data(), offer.name_size);
+      if (!offer.set_name(ep->name())) return 4;
       for (int i = 0; i < readers; ++i) {
         if (!write_all(offer_[1], &offer, sizeof offer)) return 5;
       }
@@ -101,9 +76,7 @@ class FabricRma : public ::testing::Test {
       std::fprintf(stderr, "importer: %s\n", why.c_str());
       return false;
     }
-    return (*ep)
-        ->add_peer(std::vector<uint8_t>(offer->name, offer->name + offer->name_size), peer)
-        .ok();
+    return (*ep)->add_peer(offer->endpoint_name(), peer).ok();
   }
   // An importer that has read the exporter's memory once and said so on `ready`: 0, or the
   // child's exit code for what failed.
