@@ -47,19 +47,19 @@ std::string stats_json(const StatsSources& sources) {
       "\"ipc_keys\": {}, \"ipc_imports\": {}}}, "
       "\"managed\": {}, "
       "\"ipc\": {{\"imports_denied\": {}, \"listener_wakeups\": {}, \"listener_timeouts\": {}, "
-      "\"connections_dropped\": {}, \"impostors_refused\": {}, \"replies_refused\": {}}}}}",
+      "\"connections_dropped\": {}, \"impostors_refused\": {}, \"replies_refused\": {}, "
+      "\"fabric_holders\": {}, \"fabric_served\": {}, \"fabric_imports\": {}}}}}",
       quoted(cfg.product.soc), quoted(cfg.product.family_name()), quoted(cfg.driver),
-      quoted(interconnect_name(cfg.interconnect)), links_json(), devices,
-      sources.physical.size(),
-      space.region_count(RegionKind::kReservation) + space.region_count(RegionKind::kNoUcReservation),
-      space.mapping_count(), sharing.live_exports(), sharing.live_imports(),
-      sources.managed.live(), space.region_count(RegionKind::kDeviceMalloc),
-      space.region_count(RegionKind::kHostPinned), sources.host_registrations, sources.binaries,
-      sources.ipc_keys, sources.ipc_imports,
-      sources.managed.stats_json(),
-      sharing.denied(),
-      sharing.listener_wakeups(), sharing.listener_timeouts(), sharing.connections_dropped(),
-      sharing.impostors_refused(), sharing.replies_refused());
+      quoted(interconnect_name(cfg.interconnect)), links_json(), devices, sources.physical.size(),
+      space.region_count(RegionKind::kReservation) +
+          space.region_count(RegionKind::kNoUcReservation),
+      space.mapping_count(), sharing.live_exports(), sharing.live_imports(), sources.managed.live(),
+      space.region_count(RegionKind::kDeviceMalloc), space.region_count(RegionKind::kHostPinned),
+      sources.host_registrations, sources.binaries, sources.ipc_keys, sources.ipc_imports,
+      sources.managed.stats_json(), sharing.denied(), sharing.listener_wakeups(),
+      sharing.listener_timeouts(), sharing.connections_dropped(), sharing.impostors_refused(),
+      sharing.replies_refused(), sharing.fabric_holders(), sharing.fabric_served(),
+      sharing.fabric_imports());
 }
 
 std::string stats_json(Runtime& rt, bool start) {

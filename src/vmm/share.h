@@ -18,6 +18,7 @@
 #include <array>
 #include <atomic>
 #include <cstdint>
+#include <iterator>
 #include <map>
 #include <memory>
 #include <utility>
@@ -68,6 +69,11 @@ class ShareService {
   uint64_t connections_dropped() const { return ipc("connections_dropped"); }
   uint64_t impostors_refused() const { return ipc("impostors_refused"); }
   uint64_t replies_refused() const { return ipc("replies_refused"); }
+  // Other servers (docs/fabric.md): their holders of this process's exports now, the imports
+  // answered for them, the imports of theirs made here.
+  uint64_t fabric_holders() const { return ipc("fabric_holders"); }
+  uint64_t fabric_served() const { return ipc("fabric_served"); }
+  uint64_t fabric_imports() const { return ipc("fabric_imports"); }
 
  private:
   // The backend's export of `phys` (its token in *token), with the ACL layer's message on
@@ -84,9 +90,10 @@ class ShareService {
                       PhysicalAllocation* phys);
   uint64_t ipc(const char* name) const;
   // The backend's counters as they were at the last shutdown: what is reported while stopped.
-  static constexpr const char* kIpcCounters[] = {"imports_denied",      "listener_wakeups",
-                                                 "listener_timeouts",   "connections_dropped",
-                                                 "impostors_refused",   "replies_refused"};
+  static constexpr const char* kIpcCounters[] = {
+      "imports_denied",      "listener_wakeups",  "listener_timeouts",
+      "connections_dropped", "impostors_refused", "replies_refused",
+      "fabric_holders",      "fabric_served",     "fabric_imports"};
   dev::Sharing* sharing() const;
 
   HandleTable<PhysicalAllocation>* physical_ = nullptr;  // set by attach, before any import
@@ -94,7 +101,7 @@ class ShareService {
   mutable RankedMutex<LockRank::kShareService> mu_;
   std::map<uint64_t, uint64_t> exports_;                  // handle -> token
   std::map<std::pair<uint64_t, int>, uint64_t> imports_;  // (token, device) -> handle
-  mutable std::array<std::atomic<uint64_t>, 6> ipc_at_stop_{};
+  mutable std::array<std::atomic<uint64_t>, std::size(kIpcCounters)> ipc_at_stop_{};
 };
 
 }  // namespace aclvmm

@@ -30,6 +30,14 @@ Capabilities capabilities_of(const HostServices& host) {
   return c;
 }
 
+std::vector<fabric::PodAddress> pod_addresses(const EmulationOptions& options) {
+  std::vector<fabric::PodAddress> pod;
+  for (const EmulationOptions::PodServer& s : options.pod) {
+    pod.push_back(fabric::PodAddress{s.server_id, s.address, s.port});
+  }
+  return pod;
+}
+
 }  // namespace
 
 EmuDeviceBackend::EmuDeviceBackend(const EmulationOptions& options, BackendListener& listener)
@@ -41,7 +49,7 @@ EmuDeviceBackend::EmuDeviceBackend(const EmulationOptions& options, BackendListe
       physical_(ledger_, listener, options.device_count, host_.numa_node_count(),
                 capabilities_.giant_page != 0),
       sharing_(listener, share_transport_, options.device_count, options.visible_devices,
-               options.server_id),
+               options.server_id, pod_addresses(options)),
       mmu_(listener, options.host_access_open),
       blocks_(physical_, mmu_, windows_, options.device_count),
       unified_(ledger_, windows_, listener, options.device_count, options.host_numa,

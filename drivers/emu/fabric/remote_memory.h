@@ -51,9 +51,17 @@ class RemoteMemory final : public os::PhysicalMemory {
   // Pieces are at most this large: the endpoint stages each through a buffer of its own.
   static constexpr size_t kPiece = size_t{4} << 20;
 
+  // `holder`, if any, lives as long as this memory: the importer's control connection, whose
+  // end tells the exporter that this host holds the region no more.
   RemoteMemory(std::shared_ptr<RmaEndpoint> endpoint, PeerId peer, RemoteRegion region,
-               uint64_t size, std::chrono::milliseconds bound)
-      : endpoint_(std::move(endpoint)), peer_(peer), region_(region), size_(size), bound_(bound) {}
+               uint64_t size, std::chrono::milliseconds bound,
+               std::shared_ptr<const void> holder = nullptr)
+      : endpoint_(std::move(endpoint)),
+        peer_(peer),
+        region_(region),
+        size_(size),
+        bound_(bound),
+        holder_(std::move(holder)) {}
 
   uint64_t size() const override { return size_; }
   int read(uint64_t offset, void* dst, size_t n) const override;
@@ -72,6 +80,7 @@ class RemoteMemory final : public os::PhysicalMemory {
   const RemoteRegion region_;
   const uint64_t size_;
   const std::chrono::milliseconds bound_;
+  const std::shared_ptr<const void> holder_;
 };
 
 }  // namespace aclvmm::dev::emu::fabric

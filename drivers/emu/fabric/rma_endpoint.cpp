@@ -16,9 +16,12 @@
 #include <new>
 #include <thread>
 
+#include "drivers/emu/fabric/libfabric.h"
+
 namespace aclvmm::dev::emu::fabric {
 
 struct RmaEndpoint::Fabric {
+  const LibFabric* lib = nullptr;
   fi_info* info = nullptr;
   fid_fabric* fabric = nullptr;
   fid_domain* domain = nullptr;
@@ -35,7 +38,7 @@ struct RmaEndpoint::Fabric {
   std::vector<fid_mr*> regions;
   std::thread progress;
   std::atomic<bool> stop{false};
-  bool broken = false;  // under op_mu: an operation timed out; the endpoint takes no more
+  std::atomic<bool> broken{false};  // an operation timed out: the endpoint takes no more
 
   // Stops the progress thread, then closes the endpoint: the provider does not take an endpoint
   // closed under a thread progressing it (a crash inside rxm, seen with a cut link).
@@ -58,7 +61,7 @@ struct RmaEndpoint::Fabric {
     if (tx_cq != nullptr) (void)fi_close(&tx_cq->fid);
     if (domain != nullptr) (void)fi_close(&domain->fid);
     if (fabric != nullptr) (void)fi_close(&fabric->fid);
-    if (info != nullptr) fi_freeinfo(info);
+    if (info != nullptr) lib->freeinfo(info);
   }
 };
 
@@ -70,8 +73,8 @@ Result provider_error(int rc) {
   return Result::from_errno(e > 0 && e < 256 ? e : EIO);
 }
 
-std::string said(const char* what, int rc) {
-  return std::string(what) + ": " + fi_strerror(rc < 0 ? -rc : rc);
+std::string said(const LibFabric& lib, const char* what, int rc) {
+  return std::string(what) + ": " + lib.strerror(rc < 0 ? -rc : rc);
 }
 
 }  // namespace
@@ -80,11 +83,16 @@ RmaEndpoint::RmaEndpoint() : f_(new Fabric()) {}
 
 RmaEndpoint::~RmaEndpoint() = default;  // Fabric's destructor stops the thread first
 
+bool RmaEndpoint::broken() const { return f_->broken.load(); }
+
 Result RmaEndpoint::open(const std::string& address, uint16_t port,
                          std::unique_ptr<RmaEndpoint>* out, std::string* why) {
+  const LibFabric* lib = libfabric(why);
+  if (lib == nullptr) return Result::from_errno(EOPNOTSUPP);
   std::unique_ptr<RmaEndpoint> e(new RmaEndpoint());
   Fabric& f = *e->f_;
-  fi_info* hints = fi_allocinfo();
+  f.lib = lib;
+  fi_info* hints = lib->dupinfo(nullptr);
   if (hints == nullptr) return Result::from_errno(ENOMEM);
   hints->caps = FI_RMA;
   hints->ep_attr->type = FI_EP_RDM;
@@ -94,10 +102,10 @@ Result RmaEndpoint::open(const std::string& address, uint16_t port,
   if (std::getenv("FI_PROVIDER") == nullptr) hints->fabric_attr->prov_name = strdup("tcp;ofi_rxm");
   const std::string service = std::to_string(port);
   int rc =
-      fi_getinfo(FI_VERSION(1, 17), address.c_str(), service.c_str(), FI_SOURCE, hints, &f.info);
-  fi_freeinfo(hints);
+      lib->getinfo(FI_VERSION(1, 17), address.c_str(), service.c_str(), FI_SOURCE, hints, &f.info);
+  lib->freeinfo(hints);
   if (rc != 0) {
-    *why = said(("no fabric provider for " + address).c_str(), rc);
+    *why = said(*lib, ("no fabric provider for " + address).c_str(), rc);
     return provider_error(rc);
   }
   f.local_mr = (f.info->domain_attr->mr_mode & FI_MR_LOCAL) != 0;
@@ -112,7 +120,7 @@ Result RmaEndpoint::open(const std::string& address, uint16_t port,
   rx.wait_obj = FI_WAIT_UNSPEC;
   fi_av_attr av{};
   av.type = FI_AV_TABLE;
-  if ((rc = fi_fabric(f.info->fabric_attr, &f.fabric, nullptr)) != 0 ||
+  if ((rc = lib->open_fabric(f.info->fabric_attr, &f.fabric, nullptr)) != 0 ||
       (rc = fi_domain(f.fabric, f.info, &f.domain, nullptr)) != 0 ||
       (rc = fi_cq_open(f.domain, &tx, &f.tx_cq, nullptr)) != 0 ||
       (rc = fi_cq_open(f.domain, &rx, &f.rx_cq, nullptr)) != 0 ||
@@ -121,14 +129,14 @@ Result RmaEndpoint::open(const std::string& address, uint16_t port,
       (rc = fi_ep_bind(f.ep, &f.av->fid, 0)) != 0 ||
       (rc = fi_ep_bind(f.ep, &f.tx_cq->fid, FI_TRANSMIT)) != 0 ||
       (rc = fi_ep_bind(f.ep, &f.rx_cq->fid, FI_RECV)) != 0 || (rc = fi_enable(f.ep)) != 0) {
-    *why = said("the fabric endpoint could not be set up", rc);
+    *why = said(*lib, "the fabric endpoint could not be set up", rc);
     return provider_error(rc);
   }
   size_t len = 0;
   (void)fi_getname(&f.ep->fid, nullptr, &len);
   e->name_.resize(len);
   if ((rc = fi_getname(&f.ep->fid, e->name_.data(), &len)) != 0) {
-    *why = said("the endpoint has no name", rc);
+    *why = said(*lib, "the endpoint has no name", rc);
     return provider_error(rc);
   }
   e->name_.resize(len);

@@ -58,6 +58,8 @@ class RmaEndpoint {
   // This endpoint's name, for peers' add_peer.
   const std::vector<uint8_t>& name() const { return name_; }
   const std::string& provider() const { return provider_; }
+  // An operation timed out: every later one answers kTimedOut (open a new endpoint instead).
+  bool broken() const;
 
   Result register_memory(void* base, size_t size, RemoteRegion* out);
   Result deregister(uint64_t key);

@@ -26,13 +26,18 @@ Result fail(int errno_value) { return Result::from_errno(errno_value); }
 }  // namespace
 
 EmuSharing::EmuSharing(BackendListener& listener, share::ShareTransport& transport,
-                       int32_t device_count, std::vector<int32_t> user_ids, int32_t server_id)
+                       int32_t device_count, std::vector<int32_t> user_ids, int32_t server_id,
+                       std::vector<fabric::PodAddress> pod)
     : listener_(listener),
       gate_(listener),
       transport_(transport, listener),
       device_count_(device_count),
       user_ids_(std::move(user_ids)),
-      server_id_(server_id) {}
+      server_id_(server_id),
+      pod_configured_(!pod.empty()) {
+  if (pod_configured_)
+    cross_host_ = fabric::CrossHost::create(std::move(pod), server_id, *this, listener);
+}
 
 EmuSharing::~EmuSharing() { shutdown(); }
 
@@ -110,15 +115,20 @@ Result EmuSharing::export_memory(PhysicalId memory, ShareToken* out) {
 
 Result EmuSharing::export_fabric(PhysicalId memory, FabricToken* inout) {
   if (inout == nullptr) return fail(EINVAL);
-  std::lock_guard lock(mu_);
-  uint64_t token = 0;
-  if (Result r = export_locked(memory, &token); !r.ok()) return r;
-  const Location where = EmuPhysical::from_id(memory)->properties().location;
   share::FabricFields f;
-  f.token = TokenFields::unpack(token);
-  f.server_id = static_cast<uint32_t>(server_id_);
-  f.host = where.kind != Location::Kind::kDevice;
-  share::write_fabric(inout->bytes, f, f.host ? 0 : static_cast<uint32_t>(where.id));
+  {
+    std::lock_guard lock(mu_);
+    uint64_t token = 0;
+    if (Result r = export_locked(memory, &token); !r.ok()) return r;
+    const Location where = EmuPhysical::from_id(memory)->properties().location;
+    f.token = TokenFields::unpack(token);
+    f.server_id = static_cast<uint32_t>(server_id_);
+    f.host = where.kind != Location::Kind::kDevice;
+    share::write_fabric(inout->bytes, f, f.host ? 0 : static_cast<uint32_t>(where.id));
+  }
+  // Device memory may be imported by other servers: this process serves the pod's control port
+  // from now on. Without it the export still works on this server (the failure is logged).
+  if (!f.host && cross_host_ != nullptr) (void)cross_host_->serve();
   return Result::success();
 }
 
@@ -280,6 +290,8 @@ void EmuSharing::close_all_locked() {
 }
 
 void EmuSharing::shutdown() {
+  // Its thread asks this object's records: it ends first.
+  cross_host_.reset();
   std::thread* thread = nullptr;
   {
     std::lock_guard lock(mu_);
@@ -308,6 +320,7 @@ void EmuSharing::after_fork_parent() { mu_.unlock(); }
 // left alone on purpose; the thread does not exist here.
 void EmuSharing::after_fork_child() {
   close_all_locked();
+  if (cross_host_ != nullptr) cross_host_->forget_after_fork();
   thread_ = nullptr;
   serial_seeded_ = false;  // the child's ids carry its own pid
   reset_key_counter();     // and its keys its own tgid and counter
@@ -328,6 +341,9 @@ void EmuSharing::visit_statistics(StatisticsVisitor& visitor) {
   visitor.counter("ipc", "connections_dropped", c.dropped.load());
   visitor.counter("ipc", "impostors_refused", c.impostors.load());
   visitor.counter("ipc", "replies_refused", c.bad_replies.load());
+  visitor.counter("ipc", "fabric_holders", c.fabric_holders.load());
+  visitor.counter("ipc", "fabric_served", c.fabric_served.load());
+  visitor.counter("ipc", "fabric_imports", c.fabric_imports.load());
 }
 
 }  // namespace aclvmm::dev::emu

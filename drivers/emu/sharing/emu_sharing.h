@@ -40,6 +40,7 @@
 
 #include "drivers/backend_listener.h"
 #include "drivers/device_backend.h"
+#include "drivers/emu/fabric/cross_host.h"
 #include "drivers/emu/os/physical_memory.h"
 #include "drivers/emu/sharing/gated_transport.h"
 #include "drivers/emu/sharing/wire.h"
@@ -51,6 +52,7 @@ class EmuPhysical;
 class EmuPhysicalAllocator;
 
 namespace share {
+struct FabricFields;
 // A new, uncharged object over `bytes` that another process (or another device of this one)
 // exported, reachable from `importer`; `holder` keeps it until released (importer.cpp).
 Result adopt_object(const PhysicalProperties& exporter, std::shared_ptr<os::PhysicalMemory> bytes,
@@ -58,14 +60,16 @@ Result adopt_object(const PhysicalProperties& exporter, std::shared_ptr<os::Phys
                     ImportedMemory* out);
 }  // namespace share
 
-class EmuSharing final : public Sharing {
+class EmuSharing final : public Sharing, private fabric::ExportDirectory {
  public:
   // user_ids: ASCEND_RT_VISIBLE_DEVICES as the core resolved it (user id i is device
   // user_ids[i]; empty: the identity). Tokens carry the exporter's user id (behavior.md §7).
   // server_id: this host's server of the super-pod (ACLVMM_SERVER_ID), which FABRIC handles
-  // name (docs/fabric.md).
+  // name; pod: every server's control address (ACLVMM_POD_FILE; empty: this host alone), through
+  // which device memory is shared with other servers (fabric/cross_host.h, docs/fabric.md).
   EmuSharing(BackendListener& listener, share::ShareTransport& transport, int32_t device_count,
-             std::vector<int32_t> user_ids, int32_t server_id = 0);
+             std::vector<int32_t> user_ids, int32_t server_id = 0,
+             std::vector<fabric::PodAddress> pod = {});
   ~EmuSharing() override;
   EmuSharing(const EmuSharing&) = delete;
   EmuSharing& operator=(const EmuSharing&) = delete;
@@ -185,6 +189,13 @@ class EmuSharing final : public Sharing {
   // The own export behind `token`, imported onto another device; false when it is not ours.
   bool import_local(uint64_t token, DeviceIndex device, ImportedMemory* out, Result* result);
 
+  // ---- another server's importers (cross_server.cpp; fabric::ExportDirectory)
+  fabric::RemoteGrant admit_remote(uint64_t token, int32_t tgid) override;
+  bool relay(const fabric::wire::Request& req, int conn) override;
+  // A relayed control-port connection (`conn`, taken over) from process `peer` of this host.
+  void take_relayed(int conn, const share::PeerInfo& peer, const fabric::wire::Request& req);
+  Result import_other_server(const share::FabricFields& f, DeviceIndex device, ImportedMemory* out);
+
   // ---- the listener (listener.cpp)
   void serve();
   // Reads the request waiting on `conn` and answers it; false when none has arrived yet.
@@ -202,6 +213,8 @@ class EmuSharing final : public Sharing {
   const int32_t device_count_;
   const std::vector<int32_t> user_ids_;
   const int32_t server_id_;
+  const bool pod_configured_;
+  std::unique_ptr<fabric::CrossHost> cross_host_;  // null without a pod or libfabric
   EmuPhysicalAllocator* physical_ = nullptr;
   mutable std::mutex mu_;
   std::map<uint32_t, Export> exports_;       // by share id

@@ -200,15 +200,8 @@ Result EmuSharing::import_fabric(const FabricToken& fabric, DeviceIndex device,
   share::FabricFields f;
   if (!share::read_fabric(fabric.bytes, &f)) return fail(EINVAL);
   if (f.server_id != static_cast<uint32_t>(server_id_)) {
-    // Another server's memory. Host memory never crosses servers (the vendor refuses it too);
-    // device memory will come through the fabric transport (docs/fabric.md, not built yet).
-    const std::string line =
-        std::string("a FABRIC handle of server ") + std::to_string(f.server_id) +
-        (f.host ? ": host memory is not imported from another server"
-                : ": importing device memory from another server is not built yet") +
-        " (this is server " + std::to_string(server_id_) + ")";
-    listener_.log(Severity::kWarning, "SHARE", line.c_str());
-    return fail(EOPNOTSUPP);
+    if (out == nullptr || device < 0 || device >= device_count_) return fail(EINVAL);
+    return import_other_server(f, device, out);
   }
   return import_memory(ShareToken{f.token.pack()}, device, out);
 }

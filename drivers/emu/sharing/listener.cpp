@@ -17,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "drivers/emu/fabric/control_wire.h"
 #include "drivers/emu/sharing/counters.h"
 #include "drivers/emu/sharing/emu_sharing.h"
 #include "drivers/emu/sharing/token.h"
@@ -128,10 +129,16 @@ bool EmuSharing::serve_request(int conn, const share::PeerInfo& peer) {
   union {
     Request token;
     share::wire::KeyRequest key;
+    fabric::wire::Request fabric;  // with another server's importer's connection attached
   } req{};
   int stray_fd = -1;
   // Called when the connection is readable, or right after accept: do not wait.
   const int n = transport_.recv(conn, &req, sizeof req, &stray_fd, 0);
+  if (n == static_cast<int>(sizeof req.fabric) && fabric::wire::well_formed(req.fabric) &&
+      stray_fd >= 0) {
+    take_relayed(stray_fd, peer, req.fabric);
+    return true;
+  }
   if (stray_fd >= 0) transport_.close(stray_fd);
   if (n == -ETIMEDOUT) return false;
   if (n == static_cast<int>(sizeof req.token) && req.token.magic == share::wire::kMagic &&

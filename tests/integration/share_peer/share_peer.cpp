@@ -7,13 +7,13 @@
 // Slots 0..31 hold one physical handle each plus one device virtual range (a mapping of the handle
 // or an aclrtMalloc block). Tokens and handles are hexadecimal; blobs are hex strings of bytes.
 //
-//   init | fin | dev D | reset D           aclInit(NULL) / aclFinalize / aclrtSetDevice / ResetDeviceForce
-//   counts                                  0 <open fds> <threads>            (no ACL call)
-//   tgid | pid                              <rc> <aclrtDeviceGetBareTgid> / 0 <getpid()>
-//   alloc S D SIZE [ATTR]                   aclrtMallocPhysical on device D (memAttr ATTR, default HBM_HUGE)
-//   free S                                  aclrtFreePhysical
-//   export S FLAGS                          <rc> <token>
-//   export2 S FLAGS TYPE                    <rc> <hex of the buffer>: 16 bytes (DEFAULT) or 128 bytes
+//   init | fin | dev D | reset D           aclInit(NULL) / aclFinalize / aclrtSetDevice /
+//   ResetDeviceForce counts                                  0 <open fds> <threads>            (no
+//   ACL call) tgid | pid                              <rc> <aclrtDeviceGetBareTgid> / 0 <getpid()>
+//   alloc S D SIZE [ATTR]                   aclrtMallocPhysical on device D (memAttr ATTR, default
+//   HBM_HUGE) free S                                  aclrtFreePhysical export S FLAGS <rc> <token>
+//   export2 S FLAGS TYPE                    <rc> <hex of the buffer>: 16 bytes (DEFAULT) or 128
+//   bytes
 //                                           (FABRIC), pre-filled with 0xEE before the call
 //   setpid TOKEN PID...                     aclrtMemSetPidToShareableHandle(TOKEN, pids, count)
 //   setpid2 TYPE HEX PID...                 aclrtMemSetPidToShareableHandleV2
@@ -23,30 +23,43 @@
 //   access S D                              aclrtMemSetAccess(slot range, READWRITE for device D)
 //   malloc S SIZE | mfree S                 aclrtMalloc on the current device / aclrtFree
 //   write S OFF N SEED                      aclrtMemcpy H2D of peer_pattern(N, SEED) at range + OFF
-//   check S OFF N SEED                      <rc> <1 if the N bytes at range + OFF equal the pattern>
-//   props S                                 <rc> <memAttr> <location.type> <location.id>
+//   check S OFF N SEED                      <rc> <1 if the N bytes at range + OFF equal the
+//   pattern> props S                                 <rc> <memAttr> <location.type> <location.id>
 //   stats                                   0 <aclvmmStatsJson on one line>
-//   udpbind | udprecv | udpsend PORT HEX    UDP on 127.0.0.1: 0 <port> / <rc> <hex of 128 bytes> / rc
-//   stress PATH SLOTS ROUNDS INDEX          ROUNDS rounds of import + map + check all bytes + unmap +
+//   udpbind | udprecv | udpsend PORT HEX    UDP on 127.0.0.1: 0 <port> / <rc> <hex of 128 bytes> /
+//   rc stress PATH SLOTS ROUNDS INDEX          ROUNDS rounds of import + map + check all bytes +
+//   unmap +
 //                                           free of the tokens on the board PATH (stress_board.h),
 //                                           as importer INDEX: 0 <ok> <unknown> <denied> <breaches>
 //                                           <bad> [first problem]; breaches are imports that should
-//                                           have been refused and wrong bytes, bad any other failure
+//                                           have been refused and wrong bytes, bad any other
+//                                           failure
 //   halloc S SIZE                           aclrtMallocPhysical of host memory (location HOST)
 //   cpuwrite S OFF N SEED | cpucheck S OFF N SEED
 //                                           the CPU writes / compares peer_pattern(N, SEED) at the
-//                                           slot's (host-mapped) range + OFF directly: <rc> [<1 if equal>]
-//   zeros S OFF N                           <rc> <1 if the N bytes at range + OFF read (D2H) as zeros>
+//                                           slot's (host-mapped) range + OFF directly: <rc> [<1 if
+//                                           equal>]
+//   zeros S OFF N                           <rc> <1 if the N bytes at range + OFF read (D2H) as
+//   zeros> memset S OFF N V | filled S OFF N V     aclrtMemset of N bytes V at range + OFF / <rc>
+//   <1 if they
+//                                           read (D2H) as V>
+//   d2d S OFF T TOFF N                      aclrtMemcpy DEVICE_TO_DEVICE of N bytes from slot T's
+//   range
+//                                           + TOFF to slot S's range + OFF
+//   hostaccess S                            aclrtMemSetAccess(slot range, READWRITE for the HOST)
 //   user                                    becomes the unprivileged user "nobody" for good
-//   limit nofile|nproc SOFT [HARD]          setrlimit (the hard limit stays unless given; SOFT "max":
+//   limit nofile|nproc SOFT [HARD]          setrlimit (the hard limit stays unless given; SOFT
+//   "max":
 //                                           the hard limit)
 //   open PATH | fill PATH | closeall        open(PATH) and keep it: 0 <fd> or -1 <errno>; open it
-//                                           until that fails: 0 <count> <errno>; close them: 0 <count>
+//                                           until that fails: 0 <count> <errno>; close them: 0
+//                                           <count>
 //   abuse                                   on every descriptor of this process whose link is
 //                                           "memfd:aclvmm-phys" (memory it received or made), tries
 //                                           ftruncate smaller, ftruncate larger, F_ADD_SEALS WRITE,
 //                                           F_ADD_SEALS FUTURE_WRITE, fallocate past the end:
-//                                           0 <descriptors> <errno of each try, 0 if it succeeded>...
+//                                           0 <descriptors> <errno of each try, 0 if it
+//                                           succeeded>...
 //   punch OFF N                             fallocate(PUNCH_HOLE) of [OFF, OFF+N) on those: <rc>
 //   reexec                                  0, then execs this program again
 //   quit CODE                               exit(CODE) without aclFinalize
@@ -448,6 +461,30 @@ std::string run(const std::vector<std::string>& w) {
     const aclError rc = aclrtMemcpy(&got[0], n, static_cast<char*>(s.va) + num(2), n,
                                     ACL_MEMCPY_DEVICE_TO_HOST);
     out << rc << ' ' << (rc == ACL_SUCCESS && got == std::string(n, '\0'));
+  } else if (c == "memset" && w.size() >= 5) {
+    Slot& s = slot(1);
+    const size_t n = static_cast<size_t>(num(3));
+    out << aclrtMemset(static_cast<char*>(s.va) + num(2), n, static_cast<int32_t>(num(4)), n);
+  } else if (c == "filled" && w.size() >= 5) {
+    Slot& s = slot(1);
+    const size_t n = static_cast<size_t>(num(3));
+    std::string got(n, '\0');
+    const aclError rc =
+        aclrtMemcpy(&got[0], n, static_cast<char*>(s.va) + num(2), n, ACL_MEMCPY_DEVICE_TO_HOST);
+    out << rc << ' ' << (rc == ACL_SUCCESS && got == std::string(n, static_cast<char>(num(4))));
+  } else if (c == "d2d" && w.size() >= 6) {
+    Slot& dst = slot(1);
+    Slot& src = slot(3);
+    const size_t n = static_cast<size_t>(num(5));
+    out << aclrtMemcpy(static_cast<char*>(dst.va) + num(2), n, static_cast<char*>(src.va) + num(4),
+                       n, ACL_MEMCPY_DEVICE_TO_DEVICE);
+  } else if (c == "hostaccess" && w.size() >= 2) {
+    Slot& s = slot(1);
+    aclrtMemAccessDesc d{};
+    d.flags = ACL_RT_MEM_ACCESS_FLAGS_READWRITE;
+    d.location.type = ACL_MEM_LOCATION_TYPE_HOST;
+    d.location.id = 0;
+    out << aclrtMemSetAccess(s.va, s.size, &d, 1);
   } else if (c == "user") {
     out << (become_nobody() ? 0 : -1);
   } else if (c == "limit" && w.size() >= 3) {
