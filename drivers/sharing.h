@@ -103,6 +103,9 @@ struct ImportedMemory {
   PhysicalId memory;
   PhysicalProperties properties;             // the exporter's (location, page and memory type)
   DeviceIndex exporter_device = kNoDevice;   // kNoDevice for host memory
+  // FABRIC memory of another server of the pod (docs/fabric.md): exporter_device is a device of
+  // that server, so no peer pair of this host's devices is involved.
+  bool other_server = false;
 };
 
 // Where an IPC key's range lies in the memory the backend exports or imports.

@@ -5,6 +5,8 @@
 # "N passed, M failed". Exit status 1 if any example failed or none was built.
 # An example with a kernel library (build/examples/kernels/example_NN_name.so, built from its
 # kernels.c) runs with that library appended to ACLVMM_KERNEL_LIBS.
+# An example that cannot run on this machine (12 and 13 need root for their network namespaces)
+# says why and exits with 77: SKIP, counted apart and not a failure.
 # ACLVMM_JOBS overrides -j; ACLVMM_EXAMPLE_TIMEOUT (seconds, default 600) bounds each example.
 set -euo pipefail
 
@@ -51,6 +53,7 @@ fi
 
 passed=0
 failed=0
+skipped=0
 results=()
 for exe in "${examples[@]}"; do
     name="$(basename "$exe")"
@@ -67,6 +70,10 @@ for exe in "${examples[@]}"; do
         echo "--- $name: PASS"
         passed=$((passed + 1))
         results+=("PASS  $name")
+    elif [ "$rc" -eq 77 ]; then
+        echo "--- $name: SKIP (the reason is printed above)"
+        skipped=$((skipped + 1))
+        results+=("SKIP  $name")
     else
         if [ "$rc" -eq 124 ] && [ "${#RUNNER[@]}" -gt 0 ]; then
             echo "--- $name: FAIL (timed out after ${TIMEOUT}s)"
@@ -81,5 +88,8 @@ done
 echo
 echo "=== summary ==="
 printf '%s\n' "${results[@]}"
+if [ "$skipped" -gt 0 ]; then
+    echo "$skipped skipped: this machine cannot run them (each says why above)"
+fi
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -31,7 +31,6 @@
 
 #define SHARE_SIZE (2 * MIB) /* both sides know the size; real programs send it with the handle */
 #define WAIT_MS 10000        /* bound on every wait for the other process */
-#define A3_SOC "Ascend910_9391"
 
 /* The exporter fills the shared memory with pattern_byte, the importer answers with reply_byte. */
 
@@ -138,22 +137,6 @@ static int run_importer(int port)
 }
 
 /* ---- the exporter --------------------------------------------------------------------- */
-
-/* FABRIC needs an A3 (super-pod) product: every A3 SoC name starts with "Ascend910_93". */
-static void select_a3_product(void)
-{
-    const char *soc = getenv("ACLVMM_SOC");
-    if (soc != NULL && strncmp(soc, "Ascend910_93", 12) == 0) {
-        expect(1, "ACLVMM_SOC=%s is an A3 product already", soc);
-        return;
-    }
-    char was[80];
-    snprintf(was, sizeof(was), "%s%s", soc != NULL ? "was " : "was unset", soc != NULL ? soc : "");
-    if (setenv("ACLVMM_SOC", A3_SOC, 1) != 0) {
-        expect(0, "setenv: %s", strerror(errno));
-    }
-    expect(1, "set ACLVMM_SOC=%s for this run (%s): FABRIC handles need an A3 product", A3_SOC, was);
-}
 
 static int run_exporter(const char *self)
 {

@@ -298,6 +298,24 @@ static inline aclrtMemManagedLocation location(aclrtMemManagedLocationType type,
     return loc;
 }
 
+/* FABRIC handles exist on A3 (super-pod) products only: every A3 SoC name starts with
+   "Ascend910_93". Another SoC (or none) chosen in the environment is replaced for this run, before
+   aclInit reads it; child processes inherit the choice. */
+#define A3_SOC "Ascend910_9391"
+static inline void select_a3_product(void) {
+  const char* soc = getenv("ACLVMM_SOC");
+  if (soc != NULL && strncmp(soc, "Ascend910_93", 12) == 0) {
+    expect(1, "ACLVMM_SOC=%s is an A3 product already", soc);
+    return;
+  }
+  char was[80];
+  snprintf(was, sizeof(was), "%s%s", soc != NULL ? "was " : "was unset", soc != NULL ? soc : "");
+  if (setenv("ACLVMM_SOC", A3_SOC, 1) != 0) {
+    expect(0, "setenv: %s", strerror(errno));
+  }
+  expect(1, "set ACLVMM_SOC=%s for this run (%s): FABRIC handles need an A3 product", A3_SOC, was);
+}
+
 /* Managed memory exists on A2 products only (ACLVMM_SOC Ascend910B1, B2, B2C, B3, B4, B4-1). The
    default SoC is one; another SoC chosen in the environment is replaced for this run. */
 static inline void select_a2_product(void)
@@ -362,8 +380,9 @@ static inline void kill_children(void)
     }
 }
 
-/* fork + exec this program with argv; stdin_fd (if >= 0) becomes the child's standard input. */
-static inline pid_t spawn_self(char *const argv[], int stdin_fd)
+/* fork() with both output streams flushed first (or the child would print them again); exits
+   the example when it fails. */
+static inline pid_t fork_or_fail(void)
 {
     fflush(stdout);
     fflush(stderr);
@@ -371,6 +390,24 @@ static inline pid_t spawn_self(char *const argv[], int stdin_fd)
     if (pid < 0) {
         expect(0, "fork: %s", strerror(errno));
     }
+    return pid;
+}
+
+/* The child is killed by kill_children() unless reaped before. */
+static inline void remember_child(pid_t pid)
+{
+    for (int i = 0; i < MAX_CHILDREN; ++i) {
+        if (g_children[i] == 0) {
+            g_children[i] = pid;
+            break;
+        }
+    }
+}
+
+/* fork + exec this program with argv; stdin_fd (if >= 0) becomes the child's standard input. */
+static inline pid_t spawn_self(char *const argv[], int stdin_fd)
+{
+    pid_t pid = fork_or_fail();
     if (pid == 0) {
         /* Only async-signal-safe calls between fork and exec (the library runs threads). */
         if (stdin_fd >= 0 && stdin_fd != STDIN_FILENO) {
@@ -380,12 +417,7 @@ static inline pid_t spawn_self(char *const argv[], int stdin_fd)
         execv(argv[0], argv);
         _exit(127);
     }
-    for (int i = 0; i < MAX_CHILDREN; ++i) {
-        if (g_children[i] == 0) {
-            g_children[i] = pid;
-            break;
-        }
-    }
+    remember_child(pid);
     return pid;
 }
 

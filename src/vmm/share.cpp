@@ -277,7 +277,8 @@ StatusOr<uint64_t> ShareService::import(uint64_t token, int physical_device,
   }
   adopt_import(imported, physical_device, phys.get());
   const int exporter_device = phys->reported_device;
-  const bool device_memory = phys->on_device();
+  // Another server's device is no peer of this host's.
+  const bool device_memory = phys->on_device() && !imported.other_server;
   uint64_t handle = 0;
   {
     std::lock_guard lock(mu_);

@@ -9,11 +9,17 @@
 
 #include "acl/acl.h"
 #include "bench_query.h"
+#ifdef ACLVMM_BENCH_FABRIC
+#include "bench_fabric.h"
+#endif
 #include "bench_share.h"
 #include "report.h"
 
 int main(int argc, char** argv) {
   if (bench::is_exporter(argc, argv)) return bench::run_exporter();
+#ifdef ACLVMM_BENCH_FABRIC
+  if (int status = 0; bench::fabric_role(argc, argv, &status)) return status;
+#endif
   bool fail_on_miss = false;
   std::vector<char*> args;
   for (int i = 0; i < argc; ++i) {
@@ -34,6 +40,9 @@ int main(int argc, char** argv) {
   benchmark::RunSpecifiedBenchmarks(&reporter);
   benchmark::Shutdown();
   bench::release_mapped_sets();
+#ifdef ACLVMM_BENCH_FABRIC
+  bench::release_fabric_rig();
+#endif
   const int misses = bench::print_table(reporter.results(), bench::target_rows());
   aclrtResetDeviceForce(0);
   aclFinalize();

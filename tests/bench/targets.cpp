@@ -82,6 +82,29 @@ std::vector<Row> target_rows() {
                   {}, 0});
   rows.push_back({"metadata per mapping", Check::kCounterAtMost,
                   {"Acl_MetadataPerMapping/iterations:1"}, {}, 256, "bytes_per_mapping"});
+  // Memory of another server (docs/fabric.md): aclvmm's copies against raw libfabric RMA of the
+  // same size between the same two namespaces. Target: at least 0.8 of the raw bandwidth.
+  const std::string m = "/manual_time";
+  rows.push_back({"cross-server D2D 1 MiB vs raw fi_read",
+                  Check::kRatioAtMost,
+                  {n("Acl_FabricD2D", 1 << 20) + m},
+                  {n("Raw_FabricRead", 1 << 20) + m},
+                  1.25});
+  rows.push_back({"  D2H 1 MiB vs raw fi_read",
+                  Check::kInfo,
+                  {n("Acl_FabricD2H", 1 << 20) + m},
+                  {n("Raw_FabricRead", 1 << 20) + m},
+                  0});
+  rows.push_back({"  D2H 8 bytes (latency) vs raw fi_read",
+                  Check::kInfo,
+                  {n("Acl_FabricD2H", 8) + m},
+                  {n("Raw_FabricRead", 8) + m},
+                  0});
+  rows.push_back({"  H2D 1 MiB vs raw fi_write (delivery complete)",
+                  Check::kInfo,
+                  {n("Acl_FabricH2D", 1 << 20) + m},
+                  {n("Raw_FabricWrite", 1 << 20) + m},
+                  0});
   return rows;
 }
 

@@ -70,13 +70,20 @@ class FabricPod : public ::testing::Test {
 
   // A mapped device allocation of `size` in slot `slot` of `p`, filled with `seed`'s pattern,
   // exported as FABRIC with `flags`: the handle's hex.
-  static std::string export_fabric(Peer& p, int slot, size_t size, int seed, int flags) {
+  static std::string export_fabric(Peer& p, int slot, size_t size, int seed, int flags,
+                                   int device = 0) {
     const std::string s = std::to_string(slot);
-    EXPECT_EQ(p.rc(share_test::line("alloc", s, 0, size)), share_test::kOk);
+    if (device != 0) {
+      EXPECT_EQ(p.rc(share_test::line("dev", device)), share_test::kOk);
+    }
+    EXPECT_EQ(p.rc(share_test::line("alloc", s, device, size)), share_test::kOk);
     EXPECT_EQ(p.rc(share_test::line("map", s, size)), share_test::kOk);
     EXPECT_EQ(p.rc(share_test::line("write", s, 0, size, seed)), share_test::kOk);
     auto r = p.cmd(share_test::line("export2", s, flags, kFabric));
     EXPECT_EQ(Peer::code_of(r), share_test::kOk);
+    if (device != 0) {
+      EXPECT_EQ(p.rc("dev 0"), share_test::kOk);
+    }
     return r.size() == 2 ? r[1] : std::string();
   }
 
@@ -170,7 +177,7 @@ TEST_F(FabricPod, TheWhitelistAndTheRefusals) {
   Peer& listed = peer_on(1);
   Peer& other = peer_on(2);
   const std::string whitelisted = export_fabric(exporter, 0, 2 * kMiB, 1, 0);
-  const std::string open = export_fabric(exporter, 1, 2 * kMiB, 2, kDisablePids);
+  const std::string open = export_fabric(exporter, 1, 2 * kMiB, 2, kDisablePids, 3);
   const std::string unlisted = export_fabric(exporter, 2, 2 * kMiB, 3, 0);
   ASSERT_EQ(exporter.rc(line("setpid2", kFabric, whitelisted, listed.tgid())), kOk);
   ASSERT_EQ(exporter.rc("halloc 3 2097152"), kOk);
@@ -206,6 +213,11 @@ TEST_F(FabricPod, TheWhitelistAndTheRefusals) {
   EXPECT_EQ(listed.cmd(line("check 0 0", 2 * kMiB, 1)), kSame);
   ASSERT_EQ(other.rc(line("map 2", 2 * kMiB)), kOk);
   EXPECT_EQ(other.cmd(line("check 2 0", 2 * kMiB, 2)), kSame);
+  // Its properties name the exporter's device (3, on server 10), not the importer's (0).
+  const auto props = other.cmd("props 2");
+  ASSERT_EQ(props.size(), 4u);
+  EXPECT_EQ(props[2], std::to_string(ACL_MEM_LOCATION_TYPE_DEVICE));
+  EXPECT_EQ(props[3], "3");
   EXPECT_EQ(holders(exporter), 2);
   EXPECT_GE(aclvmm_test::stat_int(exporter.stats(), "ipc.imports_denied"), 2);
 }

@@ -72,7 +72,8 @@ class PodService final : public CrossHost {
   };
 
   const PodAddress* member(int32_t server) const;
-  Result endpoint_locked(std::shared_ptr<RmaEndpoint>* out);
+  // The endpoint for new operations, opened on first use (a broken one is replaced).
+  Result endpoint(std::shared_ptr<RmaEndpoint>* out);
   void log(Severity severity, const std::string& line) {
     listener_.log(severity, "SHARE", line.c_str());
   }
@@ -141,19 +142,28 @@ const PodAddress* PodService::member(int32_t server) const {
   return nullptr;
 }
 
-Result PodService::endpoint_locked(std::shared_ptr<RmaEndpoint>* out) {
+Result PodService::endpoint(std::shared_ptr<RmaEndpoint>* out) {
   // A timed-out operation leaves an endpoint that takes no more (rma_endpoint.h): new imports
   // and registrations get a fresh one; memory imported over the old one keeps failing.
-  if (endpoint_ == nullptr || endpoint_->broken()) {
-    const PodAddress* own = member(own_server_);
-    if (own == nullptr) return fail(EINVAL);
-    std::unique_ptr<RmaEndpoint> opened;
-    std::string why;
-    if (Result r = RmaEndpoint::open(own->address, 0, &opened, &why); !r.ok()) {
-      log(Severity::kError, "the fabric endpoint of server " + std::to_string(own_server_) + " (" +
-                                own->address + ") could not be opened: " + why);
-      return r;
+  {
+    std::lock_guard lock(mu_);
+    if (endpoint_ != nullptr && !endpoint_->broken()) {
+      *out = endpoint_;
+      return Result::success();
     }
+  }
+  // Opened without the lock: the first time in a process it takes about half a second.
+  const PodAddress* own = member(own_server_);
+  if (own == nullptr) return fail(EINVAL);
+  std::unique_ptr<RmaEndpoint> opened;
+  std::string why;
+  if (Result r = RmaEndpoint::open(own->address, 0, &opened, &why); !r.ok()) {
+    log(Severity::kError, "the fabric endpoint of server " + std::to_string(own_server_) + " (" +
+                              own->address + ") could not be opened: " + why);
+    return r;
+  }
+  std::lock_guard lock(mu_);
+  if (endpoint_ == nullptr || endpoint_->broken()) {  // else another thread was quicker
     endpoint_ = std::move(opened);
     peers_.clear();
   }
@@ -216,6 +226,13 @@ void PodService::take_relayed(int conn, const wire::Request& req) {
 }
 
 void PodService::run() {
+  {
+    // Opening an endpoint costs about half a second the first time in a process (libfabric and
+    // the RDMA stack load, the providers start): done now, while nobody waits for it, instead
+    // of in the first importer's request.
+    std::shared_ptr<RmaEndpoint> ready;
+    (void)endpoint(&ready);
+  }
   std::vector<pollfd> fds;
   std::vector<std::pair<int, wire::Request>> relayed;
   for (;;) {
@@ -351,13 +368,9 @@ void PodService::answer(int fd, const wire::Request& req) {
     auto found = regions_.find(grant.bytes.get());
     if (found == regions_.end()) {
       Region fresh;
-      std::shared_ptr<RmaEndpoint> endpoint;
-      Result r;
-      {
-        std::lock_guard lock(mu_);
-        r = endpoint_locked(&endpoint);
-      }
-      if (r.ok()) r = ExportedRegion::create(endpoint, grant.bytes, &fresh.registered);
+      std::shared_ptr<RmaEndpoint> ep;
+      Result r = endpoint(&ep);
+      if (r.ok()) r = ExportedRegion::create(ep, grant.bytes, &fresh.registered);
       if (!r.ok()) {
         log(Severity::kError, "an export could not be registered with the fabric (errno " +
                                   std::to_string(r.errno_value()) +
@@ -365,7 +378,7 @@ void PodService::answer(int fd, const wire::Request& req) {
         ::close(fd);
         return;
       }
-      fresh.endpoint_name = endpoint->name();
+      fresh.endpoint_name = ep->name();
       found = regions_.emplace(grant.bytes.get(), std::move(fresh)).first;
     }
     region = &found->second;
@@ -452,17 +465,18 @@ Result PodService::import(int32_t server_id, uint64_t token, int32_t tgid, Devic
   }
   if (rep.code == share::wire::kUnknownToken) return fail(EFAULT);
   if (rep.code != 0) return fail(EACCES);
-  std::shared_ptr<RmaEndpoint> endpoint;
+  std::shared_ptr<RmaEndpoint> ep;
+  if (Result r = endpoint(&ep); !r.ok()) return r;
   PeerId peer = 0;
   {
     std::lock_guard lock(mu_);
-    if (Result r = endpoint_locked(&endpoint); !r.ok()) return r;
+    if (ep != endpoint_) return fail(ETIMEDOUT);  // replaced meanwhile: this one failed
     std::vector<uint8_t> name(rep.name, rep.name + rep.name_len);
     auto known = peers_.find(name);
     if (known != peers_.end()) {
       peer = known->second;
     } else {
-      if (Result r = endpoint->add_peer(name, &peer); !r.ok()) {
+      if (Result r = ep->add_peer(name, &peer); !r.ok()) {
         share::counters().bad_replies.fetch_add(1);
         return fail(EINVAL);  // no endpoint name this provider understands
       }
@@ -470,8 +484,8 @@ Result PodService::import(int32_t server_id, uint64_t token, int32_t tgid, Devic
     }
   }
   try {
-    out->bytes = std::make_shared<RemoteMemory>(endpoint, peer, RemoteRegion{rep.key, rep.base},
-                                                rep.size, kRmaBound, holder);
+    out->bytes = std::make_shared<RemoteMemory>(ep, peer, RemoteRegion{rep.key, rep.base}, rep.size,
+                                                kRmaBound, holder);
   } catch (const std::bad_alloc&) {
     return fail(ENOMEM);
   }

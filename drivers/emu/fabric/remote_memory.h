@@ -48,8 +48,8 @@ class ExportedRegion {
 
 class RemoteMemory final : public os::PhysicalMemory {
  public:
-  // Pieces are at most this large: the endpoint stages each through a buffer of its own.
-  static constexpr size_t kPiece = size_t{4} << 20;
+  // Pieces are at most this large: the endpoint stages each through its buffer.
+  static constexpr size_t kPiece = RmaEndpoint::kStaging;
 
   // `holder`, if any, lives as long as this memory: the importer's control connection, whose
   // end tells the exporter that this host holds the region no more.

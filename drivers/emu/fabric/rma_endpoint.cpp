@@ -8,6 +8,7 @@
 #include <rdma/fi_rma.h>
 #include <time.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstdlib>
@@ -39,6 +40,28 @@ struct RmaEndpoint::Fabric {
   std::thread progress;
   std::atomic<bool> stop{false};
   std::atomic<bool> broken{false};  // an operation timed out: the endpoint takes no more
+  // Every operation's bytes (rma_endpoint.h), under op_mu; registered when the provider asks
+  // for local registration. Freed with the endpoint unless an operation was lost on it.
+  uint8_t* staging = nullptr;
+  fid_mr* staging_mr = nullptr;
+
+  Result ensure_staging() {
+    if (staging != nullptr) return Result::success();
+    auto* buffer = new (std::nothrow) uint8_t[RmaEndpoint::kStaging];
+    if (buffer == nullptr) return Result::from_errno(ENOMEM);
+    std::memset(buffer, 0, RmaEndpoint::kStaging);  // its pages exist from now on
+    if (local_mr) {
+      const int rc = fi_mr_reg(domain, buffer, RmaEndpoint::kStaging, FI_READ | FI_WRITE, 0,
+                               next_key.fetch_add(1), 0, &staging_mr, nullptr);
+      if (rc != 0) {
+        delete[] buffer;
+        const int e = rc < 0 ? -rc : rc;
+        return Result::from_errno(e > 0 && e < 256 ? e : EIO);
+      }
+    }
+    staging = buffer;
+    return Result::success();
+  }
 
   // Stops the progress thread, then closes the endpoint: the provider does not take an endpoint
   // closed under a thread progressing it (a crash inside rxm, seen with a cut link).
@@ -55,6 +78,8 @@ struct RmaEndpoint::Fabric {
   ~Fabric() {
     shut_down();
     if (broken) return;  // the provider still owns what the lost operation uses
+    if (staging_mr != nullptr) (void)fi_close(&staging_mr->fid);
+    delete[] staging;
     for (fid_mr* mr : regions) (void)fi_close(&mr->fid);
     if (av != nullptr) (void)fi_close(&av->fid);
     if (rx_cq != nullptr) (void)fi_close(&rx_cq->fid);
@@ -140,12 +165,6 @@ Result RmaEndpoint::open(const std::string& address, uint16_t port,
     return provider_error(rc);
   }
   e->name_.resize(len);
-  try {
-    f.progress = std::thread([raw = e.get()] { raw->progress(); });
-  } catch (const std::system_error&) {
-    *why = "no thread to drive the fabric's progress";
-    return Result::from_errno(EAGAIN);
-  }
   *out = std::move(e);
   return Result::success();
 }
@@ -166,6 +185,16 @@ void RmaEndpoint::progress() {
 Result RmaEndpoint::register_memory(void* base, size_t size, RemoteRegion* out) {
   if (base == nullptr || size == 0 || out == nullptr) return Result::from_errno(EINVAL);
   std::lock_guard lock(f_->mr_mu);
+  // Peers' operations on this host's memory complete only while someone drives the provider:
+  // from the first registration on, a thread does. An endpoint that only reads and writes
+  // others' memory drives it itself while it waits, and needs none.
+  if (!f_->progress.joinable()) {
+    try {
+      f_->progress = std::thread([this] { progress(); });
+    } catch (const std::system_error&) {
+      return Result::from_errno(EAGAIN);
+    }
+  }
   const uint64_t requested = f_->next_key.fetch_add(1);
   fid_mr* mr = nullptr;
   const int rc = fi_mr_reg(f_->domain, base, size, FI_REMOTE_READ | FI_REMOTE_WRITE, 0, requested,
@@ -204,42 +233,70 @@ Result RmaEndpoint::add_peer(const std::vector<uint8_t>& name, PeerId* out) {
 
 Result RmaEndpoint::read(PeerId peer, void* local, size_t size, const RemoteRegion& region,
                          uint64_t offset, std::chrono::milliseconds timeout) {
-  return transfer(false, peer, local, size, region, offset, timeout);
+  if (local == nullptr || size == 0) return Result::from_errno(EINVAL);
+  auto* out = static_cast<uint8_t*>(local);
+  for (size_t done = 0; done < size;) {
+    const size_t piece = std::min(kStaging, size - done);
+    Result r =
+        read_to(peer, piece, region, offset + done, timeout, [&](const uint8_t* data, size_t n) {
+          std::memcpy(out + done, data, n);
+          return 0;
+        });
+    if (!r.ok()) return r;
+    done += piece;
+  }
+  return Result::success();
 }
 
 Result RmaEndpoint::write(PeerId peer, const void* local, size_t size, const RemoteRegion& region,
                           uint64_t offset, std::chrono::milliseconds timeout) {
-  return transfer(true, peer, const_cast<void*>(local), size, region, offset, timeout);
+  if (local == nullptr || size == 0) return Result::from_errno(EINVAL);
+  const auto* in = static_cast<const uint8_t*>(local);
+  for (size_t done = 0; done < size;) {
+    const size_t piece = std::min(kStaging, size - done);
+    Result r = write_from(peer, piece, region, offset + done, timeout,
+                          [&](uint8_t* data, size_t n) { std::memcpy(data, in + done, n); });
+    if (!r.ok()) return r;
+    done += piece;
+  }
+  return Result::success();
 }
 
-Result RmaEndpoint::transfer(bool is_write, PeerId peer, void* local, size_t size,
-                             const RemoteRegion& region, uint64_t offset,
-                             std::chrono::milliseconds timeout) {
-  if (local == nullptr || size == 0) return Result::from_errno(EINVAL);
+Result RmaEndpoint::read_to(PeerId peer, size_t size, const RemoteRegion& region, uint64_t offset,
+                            std::chrono::milliseconds timeout, const Consumer& consume) {
+  return transfer(false, peer, size, region, offset, timeout, nullptr, &consume);
+}
+
+Result RmaEndpoint::write_from(PeerId peer, size_t size, const RemoteRegion& region,
+                               uint64_t offset, std::chrono::milliseconds timeout,
+                               const Producer& produce) {
+  return transfer(true, peer, size, region, offset, timeout, &produce, nullptr);
+}
+
+Result RmaEndpoint::transfer(bool is_write, PeerId peer, size_t size, const RemoteRegion& region,
+                             uint64_t offset, std::chrono::milliseconds timeout,
+                             const Producer* produce, const Consumer* consume) {
+  if (size == 0 || size > kStaging) return Result::from_errno(EINVAL);
   Fabric& f = *f_;
   std::lock_guard lock(f.op_mu);
   if (f.broken) return Result::from_errno(ETIMEDOUT);
-  // The provider moves the bytes through a buffer of the endpoint's, never the caller's: an
+  // The provider moves the bytes through the endpoint's staging buffer, never the caller's: an
   // operation that outlives its bound (a cut link) may still complete later, and must not touch
-  // memory the caller has reused by then. A timed-out operation's buffer is left to it.
-  std::unique_ptr<uint8_t[]> bounce(new (std::nothrow) uint8_t[size]);
-  if (bounce == nullptr) return Result::from_errno(ENOMEM);
-  if (is_write) std::memcpy(bounce.get(), local, size);
-  fid_mr* local_mr = nullptr;
-  if (f.local_mr) {
-    const int rc = fi_mr_reg(f.domain, bounce.get(), size, is_write ? FI_WRITE : FI_READ, 0,
-                             f.next_key.fetch_add(1), 0, &local_mr, nullptr);
-    if (rc != 0) return provider_error(rc);
-  }
-  void* desc = local_mr != nullptr ? fi_mr_desc(local_mr) : nullptr;
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  // memory the caller has reused by then (the staging buffer is then left to it). One buffer,
+  // touched and registered once, serves every operation: fresh pages cost a fault each, which
+  // on a virtual machine is more than the transfer of the page.
+  if (Result r = f.ensure_staging(); !r.ok()) return r;
+  uint8_t* const staging = f.staging;
+  if (is_write) (*produce)(staging, size);
+  void* desc = f.staging_mr != nullptr ? fi_mr_desc(f.staging_mr) : nullptr;
+  const auto start = std::chrono::steady_clock::now();
+  const auto deadline = start + timeout;
   const uint64_t remote = region.base + offset;
   Result result = Result::success();
   bool posted = false;
   for (;;) {
-    const ssize_t rc = is_write
-                           ? fi_write(f.ep, bounce.get(), size, desc, peer, remote, region.key, &f)
-                           : fi_read(f.ep, bounce.get(), size, desc, peer, remote, region.key, &f);
+    const ssize_t rc = is_write ? fi_write(f.ep, staging, size, desc, peer, remote, region.key, &f)
+                                : fi_read(f.ep, staging, size, desc, peer, remote, region.key, &f);
     if (rc == 0) {
       posted = true;
       break;
@@ -259,7 +316,9 @@ Result RmaEndpoint::transfer(bool is_write, PeerId peer, void* local, size_t siz
     fi_cq_entry entry;
     const ssize_t rc = fi_cq_read(f.tx_cq, &entry, 1);
     if (rc == 1) {
-      if (!is_write) std::memcpy(local, bounce.get(), size);
+      if (!is_write) {
+        if (int e = (*consume)(staging, size); e != 0) result = Result::from_raw(e);
+      }
       break;
     }
     if (rc == -FI_EAVAIL) {
@@ -268,18 +327,21 @@ Result RmaEndpoint::transfer(bool is_write, PeerId peer, void* local, size_t siz
       result = provider_error(err.err != 0 ? -err.err : -EIO);
       break;
     }
-    if (std::chrono::steady_clock::now() >= deadline) {
-      // Still outstanding: its buffer and registration stay with it, and the endpoint takes no
-      // more operations (closing it with the operation in flight crashes the rxm provider).
-      (void)bounce.release();
-      local_mr = nullptr;
+    const auto now = std::chrono::steady_clock::now();
+    if (now >= deadline) {
+      // Still outstanding: the staging buffer and its registration stay with it, and the
+      // endpoint takes no more operations (closing it with the operation in flight crashes the
+      // rxm provider).
       f.broken = true;
       return Result::from_errno(ETIMEDOUT);
     }
-    timespec nap{0, 20 * 1000};
-    nanosleep(&nap, nullptr);
+    // Spin while a completion is likely soon (a small operation's round trip), then nap so that
+    // a long one leaves the CPU to the provider's threads and the peer.
+    if (now - start > kSpin) {
+      timespec nap{0, 20 * 1000};
+      nanosleep(&nap, nullptr);
+    }
   }
-  if (local_mr != nullptr) (void)fi_close(&local_mr->fid);
   return result;
 }
 

@@ -9,14 +9,19 @@
 // Contract
 // - open(): FI_VERSION 1.17 or later, the provider's own memory-registration mode (offset
 //   addressing with keys this endpoint chooses when it reports mr_mode 0, virtual addresses and
-//   provider keys otherwise). A progress thread drives the provider's manual data progress so
-//   that peers' operations on this host's memory complete while nobody here calls in; it sleeps
-//   in the provider's wait object while idle.
-// - read()/write(): return once the operation completed (a write: delivered to the target's
-//   memory, FI_DELIVERY_COMPLETE), or fail with kTimedOut after `timeout` (the link is cut, the
-//   peer is gone) or with the provider's error. The bytes go through a buffer of the endpoint's
-//   (registered per call when the provider asks for local registration), so that an operation
-//   that outlives its bound never touches the caller's memory afterwards. After a timeout the
+//   provider keys otherwise). From the first register_memory() on, a progress thread drives the
+//   provider's manual data progress so that peers' operations on this host's memory complete
+//   while nobody here calls in; it sleeps in the provider's wait object while idle.
+// - read_to()/write_from() (one operation of at most kStaging bytes) and read()/write() (in such
+//   pieces): return once the operation completed (a write: delivered to the target's memory,
+//   FI_DELIVERY_COMPLETE), or fail with kTimedOut after `timeout` (the link is cut, the peer is
+//   gone) or with the provider's error. The bytes go through the endpoint's staging buffer
+//   (touched and registered once), so that an operation that outlives its bound never touches
+//   the caller's memory afterwards; read_to hands the staged bytes to a consumer and write_from
+//   lets a producer fill them, which saves a copy where the bytes come from or go to memory of
+//   the caller's (a fill, a copy into another memory object). The caller waits by polling its
+//   completion queue, spinning for the first kSpin (a small operation's round trip) and napping
+//   after that. After a timeout the
 //   endpoint is done with: every later operation answers kTimedOut, and its provider objects are
 //   left open for the lost operation (the provider crashes closing them under it).
 // - A region stays registered until deregister() or the endpoint's end.
@@ -28,6 +33,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -65,17 +71,30 @@ class RmaEndpoint {
   Result deregister(uint64_t key);
   Result add_peer(const std::vector<uint8_t>& name, PeerId* out);
 
+  // The largest single operation (read_to, write_from).
+  static constexpr size_t kStaging = size_t{4} << 20;
+  static constexpr std::chrono::microseconds kSpin{2000};
+  // Receives the staged bytes of a read; 0 or the -errno the read then fails with.
+  using Consumer = std::function<int(const uint8_t* data, size_t n)>;
+  // Fills the staging buffer with the n bytes a write sends.
+  using Producer = std::function<void(uint8_t* data, size_t n)>;
+
   // [local, local+size) <- peer's region at `offset` / -> it.
   Result read(PeerId peer, void* local, size_t size, const RemoteRegion& region, uint64_t offset,
               std::chrono::milliseconds timeout);
   Result write(PeerId peer, const void* local, size_t size, const RemoteRegion& region,
                uint64_t offset, std::chrono::milliseconds timeout);
+  Result read_to(PeerId peer, size_t size, const RemoteRegion& region, uint64_t offset,
+                 std::chrono::milliseconds timeout, const Consumer& consume);
+  Result write_from(PeerId peer, size_t size, const RemoteRegion& region, uint64_t offset,
+                    std::chrono::milliseconds timeout, const Producer& produce);
 
  private:
   struct Fabric;
   RmaEndpoint();
-  Result transfer(bool is_write, PeerId peer, void* local, size_t size, const RemoteRegion& region,
-                  uint64_t offset, std::chrono::milliseconds timeout);
+  Result transfer(bool is_write, PeerId peer, size_t size, const RemoteRegion& region,
+                  uint64_t offset, std::chrono::milliseconds timeout, const Producer* produce,
+                  const Consumer* consume);
   void progress();
 
   std::unique_ptr<Fabric> f_;

@@ -91,10 +91,17 @@ Result EmuSharing::import_other_server(const share::FabricFields& f, DeviceIndex
       !r.ok()) {
     return r;
   }
-  // The importing device maps the memory as its own; the exporter's device is on another server,
-  // so no peer pair of this host's devices is involved: the import reports the importing device.
-  return share::adopt_object(remote.properties, std::move(remote.bytes), device, device, physical_,
-                             out);
+  // The importing device maps the memory as its own; the properties name the exporter's device
+  // as the vendor's do, which is a device of another server (no peer pair here).
+  const Location exporter = remote.properties.location;
+  remote.properties.location = Location::device(device);
+  Result r = share::adopt_object(remote.properties, std::move(remote.bytes), remote.exporter_device,
+                                 device, physical_, out);
+  if (r.ok()) {
+    out->properties.location = exporter;
+    out->other_server = true;
+  }
+  return r;
 }
 
 }  // namespace aclvmm::dev::emu
