@@ -49,7 +49,9 @@ static inline int pod_run(const char *fmt, ...)
 static inline int pod_available(char *why, size_t n)
 {
     if (geteuid() != 0) {
-        snprintf(why, n, "needs root to create network namespaces (run it with sudo, or in CI)");
+        snprintf(why, n,
+                 "needs root to create network namespaces (run it with sudo, or in a user namespace "
+                 "of its own: unshare -rnm sh -c 'mount -t tmpfs tmpfs /run && exec <this program>')");
         return 0;
     }
     if (!pod_run("ip -V > /dev/null 2>&1")) {

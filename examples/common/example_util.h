@@ -302,18 +302,19 @@ static inline aclrtMemManagedLocation location(aclrtMemManagedLocationType type,
    "Ascend910_93". Another SoC (or none) chosen in the environment is replaced for this run, before
    aclInit reads it; child processes inherit the choice. */
 #define A3_SOC "Ascend910_9391"
-static inline void select_a3_product(void) {
-  const char* soc = getenv("ACLVMM_SOC");
-  if (soc != NULL && strncmp(soc, "Ascend910_93", 12) == 0) {
-    expect(1, "ACLVMM_SOC=%s is an A3 product already", soc);
-    return;
-  }
-  char was[80];
-  snprintf(was, sizeof(was), "%s%s", soc != NULL ? "was " : "was unset", soc != NULL ? soc : "");
-  if (setenv("ACLVMM_SOC", A3_SOC, 1) != 0) {
-    expect(0, "setenv: %s", strerror(errno));
-  }
-  expect(1, "set ACLVMM_SOC=%s for this run (%s): FABRIC handles need an A3 product", A3_SOC, was);
+static inline void select_a3_product(void)
+{
+    const char *soc = getenv("ACLVMM_SOC");
+    if (soc != NULL && strncmp(soc, "Ascend910_93", 12) == 0) {
+        expect(1, "ACLVMM_SOC=%s is an A3 product already", soc);
+        return;
+    }
+    char was[80];
+    snprintf(was, sizeof(was), "%s%s", soc != NULL ? "was " : "was unset", soc != NULL ? soc : "");
+    if (setenv("ACLVMM_SOC", A3_SOC, 1) != 0) {
+        expect(0, "setenv: %s", strerror(errno));
+    }
+    expect(1, "set ACLVMM_SOC=%s for this run (%s): FABRIC handles need an A3 product", A3_SOC, was);
 }
 
 /* Managed memory exists on A2 products only (ACLVMM_SOC Ascend910B1, B2, B2C, B3, B4, B4-1). The

@@ -7,7 +7,8 @@
 // tests never share one; the addresses exist only inside these namespaces. The destructor
 // deletes the namespaces, and with them every veth and the bridge.
 //
-// Needs root (CI runs the suite as root) and iproute2's `ip`: available() says why not.
+// Needs root (CI runs the suite as root; without it the fabric test binaries re-run themselves in
+// a user namespace of their own, netns_main.cpp) and iproute2's `ip`: available() says why not.
 #pragma once
 
 #include <fcntl.h>

@@ -153,6 +153,9 @@ TEST_F(FabricPod, CopiesAndFillsReachTheOtherServerBothWays) {
             (std::vector<std::string>{"0", "0"}))
       << "the fill stayed in its range";
   EXPECT_EQ(exporter.cmd(line("check 0", 7 * kMiB, kMiB, 33)), kSame);
+  // Asynchronous copies complete on their stream, the bytes on the other server.
+  EXPECT_EQ(importer.cmd(line("async 0", 2 * kMiB, kMiB, 55)), kSame);
+  EXPECT_EQ(exporter.cmd(line("check 0", 2 * kMiB, kMiB, 55)), kSame);
   // The exporter writes; the importer reads it at once.
   ASSERT_EQ(exporter.rc(line("write 0", 5 * kMiB, kMiB, 44)), kOk);
   EXPECT_EQ(importer.cmd(line("check 0", 5 * kMiB, kMiB, 44)), kSame);

@@ -47,6 +47,9 @@
 //   range
 //                                           + TOFF to slot S's range + OFF
 //   hostaccess S                            aclrtMemSetAccess(slot range, READWRITE for the HOST)
+//   async S OFF N SEED                      on a new stream: aclrtMemcpyAsync H2D of the pattern to
+//                                           range + OFF, then D2H of it back, synchronize: <rc> <1
+//                                           if the bytes came back>
 //   user                                    becomes the unprivileged user "nobody" for good
 //   limit nofile|nproc SOFT [HARD]          setrlimit (the hard limit stays unless given; SOFT
 //   "max":
@@ -478,6 +481,22 @@ std::string run(const std::vector<std::string>& w) {
     const size_t n = static_cast<size_t>(num(5));
     out << aclrtMemcpy(static_cast<char*>(dst.va) + num(2), n, static_cast<char*>(src.va) + num(4),
                        n, ACL_MEMCPY_DEVICE_TO_DEVICE);
+  } else if (c == "async" && w.size() >= 5) {
+    Slot& s = slot(1);
+    const size_t n = static_cast<size_t>(num(3));
+    const std::string bytes = share_peer::peer_pattern(n, static_cast<unsigned>(num(4)));
+    std::string got(n, '\0');
+    char* at = static_cast<char*>(s.va) + num(2);
+    aclrtStream stream = nullptr;
+    aclError rc = aclrtCreateStream(&stream);
+    if (rc == ACL_SUCCESS) {
+      rc = aclrtMemcpyAsync(at, n, bytes.data(), n, ACL_MEMCPY_HOST_TO_DEVICE, stream);
+    }
+    if (rc == ACL_SUCCESS)
+      rc = aclrtMemcpyAsync(&got[0], n, at, n, ACL_MEMCPY_DEVICE_TO_HOST, stream);
+    if (rc == ACL_SUCCESS) rc = aclrtSynchronizeStream(stream);
+    if (stream != nullptr) (void)aclrtDestroyStream(stream);
+    out << rc << ' ' << (rc == ACL_SUCCESS && got == bytes);
   } else if (c == "hostaccess" && w.size() >= 2) {
     Slot& s = slot(1);
     aclrtMemAccessDesc d{};
