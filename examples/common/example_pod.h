@@ -151,7 +151,7 @@ static inline void pod_clean_up(void)
    why this machine cannot run the example (exit with EXIT_SKIP then). */
 static inline int launch_pod(void)
 {
-    char why[160];
+    char why[256];
     if (!pod_available(why, sizeof(why))) {
         printf("[SKIP] %s%sthis example %s\n", ROLE_PREFIX_, why);
         return 0;
