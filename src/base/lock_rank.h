@@ -45,7 +45,10 @@
 // managed ranges' lock when a migration copies), emu guarded_copy g_install_mu (the copy guard's
 // signal handlers), emu EmuPhysicalAllocator::held_mu_ (the list of handles not yet released:
 // an insert or an erase under it), fake FakeMachine::mu_ and its published names' mu (the fake device's state;
-// usage_changed is reported under it), host SegmentRegistry::mu (above). A driver lock that
+// usage_changed is reported under it), emu fabric PodService::mu_ (the pod's endpoint, peers and
+// relayed connections; never held while the sharing unit is asked, nor taken under its lock) and
+// RmaEndpoint's op_mu / mr_mu (one operation / one registration; only libfabric under them),
+// host SegmentRegistry::mu (above). A driver lock that
 // must nest another of the drivers', or call the core other than through the listener, needs a
 // rank of its own: then the drivers get a rank header of theirs and this paragraph points to it.
 #pragma once

@@ -292,6 +292,8 @@ TEST_F(FabricPod, ACutLinkGivesCodesNotHangs) {
   EXPECT_NE(again, kOk);
   EXPECT_NE(again, share_test::kNoReply);
   EXPECT_LT(share_test::now_s() - t0, 28.0);
+  // The exporter's side: keep-alive finds the importer gone and the holder is dropped.
+  EXPECT_EQ(holders_become(exporter, 0), 0);
   EXPECT_EQ(importer.finish(), 0);
   EXPECT_EQ(exporter.finish(), 0);
 }
