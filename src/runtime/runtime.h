@@ -114,6 +114,7 @@ class Runtime final : public RuntimeServices {
   int visible_count() const { return static_cast<int>(config().visible.size()); }
   StatusOr<int> physical_device(int32_t user_id) const;
   int user_device(int physical_id) const override;
+  int server_id() const override { return config().server_id; }
   std::shared_ptr<MemoryPool> pool(int physical_id) const override;
   bool host_numa() const override { return config().host_numa; }
   int device_count() const override { return config().device_count; }

@@ -32,6 +32,8 @@ class DeviceDirectory {
   // The one change a module asks for: peer access between two devices in both directions (an
   // import onto another device than the exporter's, as the vendor's runtime opens it).
   virtual void enable_peer_pair(int a, int b) = 0;
+  // This process's server of the pod (ACLVMM_SERVER_ID, docs/fabric.md).
+  virtual int server_id() const { return 0; }
 
  protected:
   ~DeviceDirectory() = default;

@@ -217,16 +217,30 @@ void ShareService::adopt_import(const dev::ImportedMemory& imported, int physica
   phys->size = props.size;
 }
 
+uint64_t ShareService::import_key(uint64_t token, const uint8_t* fabric) const {
+  if (fabric == nullptr) return token;
+  // Share ids are unique among one server's live exports only: two servers' exporters (pid 1 in
+  // two containers, say) may hand out the same one. Another server's handle is therefore
+  // remembered under the server too (bits 40-49, zero in every token), so that an import of
+  // it never finds this server's import of the same share id, nor another server's.
+  uint32_t sdid = 0;
+  std::memcpy(&sdid, fabric + 4, sizeof sdid);  // word 1 (behavior.md §7)
+  const uint32_t server = sdid >> 22;
+  if (devices_ == nullptr || static_cast<int>(server) == devices_->server_id()) return token;
+  return token | (static_cast<uint64_t>(server + 1) << 40);
+}
+
 StatusOr<uint64_t> ShareService::import(uint64_t token, int physical_device,
                                          const uint8_t* fabric) {
   dev::Sharing* sharing = this->sharing();
   if (sharing == nullptr) return no_backend();
+  const uint64_t key = import_key(token, fabric);
   {
     std::lock_guard lock(mu_);
     // Keyed by the whole token: the same share id with another device field is a token no
     // export produced (the backend answers it). The same token on the same device again: the
     // same handle, one more reference.
-    if (uint64_t h = reuse_import_locked(token, physical_device)) return h;
+    if (uint64_t h = reuse_import_locked(key, physical_device)) return h;
   }
   std::shared_ptr<PhysicalAllocation> phys;
   try {
@@ -284,12 +298,12 @@ StatusOr<uint64_t> ShareService::import(uint64_t token, int physical_device,
     std::lock_guard lock(mu_);
     // Another thread may have imported the same token onto the same device while this one asked
     // the backend: the vendor gives one handle, so ours is dropped (its memory with it).
-    if (uint64_t h = reuse_import_locked(token, physical_device)) return h;
+    if (uint64_t h = reuse_import_locked(key, physical_device)) return h;
     auto& table = *physical_;
     handle = table.insert(phys);
     if (handle == 0) return Error(ACL_ERROR_RT_RESOURCE_ALLOC_FAIL, "too many live physical memory handles");
     try {
-      imports_[{token, physical_device}] = handle;
+      imports_[{key, physical_device}] = handle;
     } catch (const std::bad_alloc&) {
       table.remove(handle);
       return Error(ACL_ERROR_RT_MEMORY_ALLOCATION, "no memory for the import's record");

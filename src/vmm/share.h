@@ -84,6 +84,9 @@ class ShareService {
   // The handle an earlier import of (token, device) still holds, with one more reference; 0 if
   // there is none. mu_ held.
   uint64_t reuse_import_locked(uint64_t token, int physical_device);
+  // What imports_ records an import under: the token, and for a FABRIC handle of another server
+  // its server as well.
+  uint64_t import_key(uint64_t token, const uint8_t* fabric) const;
   bool own_token_locked(uint64_t token) const;
   // The handle's allocation from what the backend imported (it holds the backend's object).
   void adopt_import(const dev::ImportedMemory& imported, int physical_device,

@@ -13,9 +13,10 @@
 #include <utility>
 #include <vector>
 
+#include "api/fork_settle.h"
 #include "conformance/harness.h"
-#include "drivers/emu/os/placeholders.h"
 #include "drivers/emu/device/physical_object.h"
+#include "drivers/emu/os/placeholders.h"
 
 namespace aclvmm::conformance {
 namespace {
@@ -94,6 +95,7 @@ class EmuHarness final : public Harness {
   }
   dev::Result cpu_access(uint64_t va, void* buffer, size_t n, bool write) override {
     void* at = reinterpret_cast<void*>(va);
+    aclvmm_test::settle_threads_before_fork();
     const pid_t child = ::fork();
     if (child < 0) return dev::Result::from_errno(errno);
     if (child == 0) {

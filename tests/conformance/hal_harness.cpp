@@ -36,6 +36,7 @@
 #include <utility>
 #include <vector>
 
+#include "api/fork_settle.h"
 #include "conformance/harness.h"
 #include "conformance/pipe_peer.h"
 #include "drivers/hal/hal_decls.h"
@@ -558,6 +559,7 @@ class HalHarness final : public Harness {
   // state there and the child touches only memory), so a fault ends the child, not the suite.
   dev::Result cpu_access(uint64_t va, void* buffer, size_t n, bool write) override {
     void* at = reinterpret_cast<void*>(va);
+    aclvmm_test::settle_threads_before_fork();
     const pid_t child = ::fork();
     if (child < 0) return dev::Result::from_errno(errno);
     if (child == 0) {

@@ -1,13 +1,18 @@
 #include "conformance/pipe_peer.h"
 
+#include <poll.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
 
+#include "api/fork_settle.h"
+
 namespace aclvmm::conformance::pipe_peer {
 namespace {
+
+constexpr int kAnswerBoundMs = 60000;  // every step of a peer is far quicker
 
 // The parent's side: each PeerProcess call is one Call and one Answer.
 class PipePeer final : public PeerProcess {
@@ -85,6 +90,12 @@ class PipePeer final : public PeerProcess {
 bool read_all(int fd, void* p, size_t n) {
   auto* c = static_cast<char*>(p);
   while (n > 0) {
+    // A peer that stopped answering (a hung child) fails the case in a minute, not at ctest's
+    // timeout.
+    pollfd ready{fd, POLLIN, 0};
+    const int polled = ::poll(&ready, 1, kAnswerBoundMs);
+    if (polled < 0 && errno == EINTR) continue;
+    if (polled <= 0) return false;
     const ssize_t got = ::read(fd, c, n);
     if (got <= 0) {
       if (got < 0 && errno == EINTR) continue;
@@ -118,6 +129,7 @@ std::unique_ptr<PeerProcess> start(dev::DeviceBackend& current, const Serve& ser
     ::close(down[1]);
     return nullptr;
   }
+  aclvmm_test::settle_threads_before_fork();
   current.prepare_fork();
   const pid_t child = ::fork();
   if (child != 0) current.after_fork_parent();

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "api/fork_settle.h"
 #include "conformance/harness.h"
 
 namespace aclvmm::conformance {
@@ -183,6 +184,7 @@ TEST_P(WindowsConformance, C47_AForkedChildGivesTheParentsWindowsBack) {
   }
   ASSERT_EQ(reserve(no_uc(fixed, kGiB)), fixed);
   ASSERT_FALSE(maps_in(VaRange{fixed, kGiB}).empty()) << "a no-UC range is a placeholder";
+  aclvmm_test::settle_threads_before_fork();
   be().prepare_fork();
   const pid_t child = ::fork();
   if (child == 0) {

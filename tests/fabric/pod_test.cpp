@@ -216,6 +216,17 @@ TEST_F(FabricPod, TheWhitelistAndTheRefusals) {
   EXPECT_EQ(listed.cmd(line("check 0 0", 2 * kMiB, 1)), kSame);
   ASSERT_EQ(other.rc(line("map 2", 2 * kMiB)), kOk);
   EXPECT_EQ(other.cmd(line("check 2 0", 2 * kMiB, 2)), kSame);
+  // The same share id named by another server's handle is another export (two servers'
+  // exporters may hand out one share id): not the import above again, but server 11's to answer,
+  // where nobody exports (107017).
+  std::vector<unsigned char> elsewhere = share_test::bytes_of(open);
+  uint32_t sdid = 0;
+  std::memcpy(&sdid, elsewhere.data() + 4, sizeof sdid);
+  sdid = (sdid & 0x3FFFFFu) | (static_cast<uint32_t>(server_of(1)) << 22);
+  std::memcpy(elsewhere.data() + 4, &sdid, sizeof sdid);
+  EXPECT_EQ(Peer::code_of(other.cmd(line("import2 6", kFabric,
+                                         share_test::hex_of(elsewhere.data(), elsewhere.size()), 0))),
+            share_test::kBadHandle);
   // Its properties name the exporter's device (3, on server 10), not the importer's (0).
   const auto props = other.cmd("props 2");
   ASSERT_EQ(props.size(), 4u);

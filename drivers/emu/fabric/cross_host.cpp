@@ -210,6 +210,11 @@ Result PodService::serve() {
 }
 
 void PodService::take_relayed(int conn, const wire::Request& req) {
+  if (!control::is_tcp(conn)) {  // a control-port connection is one
+    share::counters().dropped.fetch_add(1);
+    ::close(conn);
+    return;
+  }
   std::lock_guard lock(mu_);
   if (thread_ == nullptr) {
     // Not serving (the port could not be opened): the importer sees the connection close.

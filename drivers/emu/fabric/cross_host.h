@@ -83,7 +83,8 @@ class CrossHost {
   // Serves the control port from now on (nothing when it does already). Errors say why in the
   // log; exports stay valid on this host.
   virtual Result serve() = 0;
-  // A connection another process of this host accepted for one of our exports (taken over).
+  // A connection another process of this host accepted for one of our exports (taken over;
+  // anything but a TCP socket is closed).
   virtual void take_relayed(int conn, const wire::Request& req) = 0;
   // The export `token` of server `server_id`, for this process (bare tgid) and device.
   virtual Result import(int32_t server_id, uint64_t token, int32_t tgid, DeviceIndex device,

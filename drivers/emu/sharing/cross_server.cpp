@@ -8,7 +8,6 @@
 #include <string>
 #include <utility>
 
-#include "drivers/emu/fabric/control_socket.h"
 #include "drivers/emu/fabric/control_wire.h"
 #include "drivers/emu/sharing/counters.h"
 #include "drivers/emu/sharing/emu_sharing.h"
@@ -61,8 +60,8 @@ bool EmuSharing::relay(const fabric::wire::Request& req, int conn) {
 void EmuSharing::take_relayed(int conn, const share::PeerInfo& peer,
                               const fabric::wire::Request& req) {
   // Only processes of this uid share the control port: a connection handed over by anyone else
-  // did not come through it, and what it claims is not believed.
-  if (cross_host_ == nullptr || peer.uid != geteuid() || !fabric::control::is_tcp(conn)) {
+  // did not come through it, and what it claims is not believed (CrossHost checks the rest).
+  if (cross_host_ == nullptr || peer.uid != geteuid()) {
     share::counters().dropped.fetch_add(1);
     transport_.close(conn);
     return;
