@@ -17,7 +17,7 @@
 
 #include "acl/acl.h"
 #include "aclvmm/aclvmm.h"
-#include "api/fork_settle.h"
+#include "unit/testing/fork_settle.h"
 #include "unit/testing/fault_signals.h"
 
 namespace aclvmm_test {

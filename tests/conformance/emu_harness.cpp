@@ -13,7 +13,7 @@
 #include <utility>
 #include <vector>
 
-#include "api/fork_settle.h"
+#include "unit/testing/fork_settle.h"
 #include "conformance/harness.h"
 #include "drivers/emu/device/physical_object.h"
 #include "drivers/emu/os/placeholders.h"

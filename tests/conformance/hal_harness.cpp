@@ -36,7 +36,7 @@
 #include <utility>
 #include <vector>
 
-#include "api/fork_settle.h"
+#include "unit/testing/fork_settle.h"
 #include "conformance/harness.h"
 #include "conformance/pipe_peer.h"
 #include "drivers/hal/hal_decls.h"

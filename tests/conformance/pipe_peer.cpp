@@ -7,7 +7,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "api/fork_settle.h"
+#include "unit/testing/fork_settle.h"
 
 namespace aclvmm::conformance::pipe_peer {
 namespace {

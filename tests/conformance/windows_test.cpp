@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "api/fork_settle.h"
+#include "unit/testing/fork_settle.h"
 #include "conformance/harness.h"
 
 namespace aclvmm::conformance {
