@@ -40,6 +40,15 @@ write_basic_package_version_file(${ACLVMM_STAGE}/aclvmmConfigVersion.cmake
   VERSION ${PROJECT_VERSION} COMPATIBILITY SameMajorVersion)
 install(FILES ${ACLVMM_STAGE}/aclvmmConfig.cmake ${ACLVMM_STAGE}/aclvmmConfigVersion.cmake
   DESTINATION ${ACLVMM_CMAKEDIR})
+# CMAKE_PREFIX_PATH=<root> finds the package through <root>/share/cmake/aclvmm: CMake searches
+# <prefix>/lib64/cmake only where the platform has lib64 directories, which Debian and Ubuntu
+# (multiarch) do not. The file there forwards to the package above; the version file is the same.
+file(WRITE ${ACLVMM_STAGE}/share-cmake/aclvmmConfig.cmake
+  "# find_package(aclvmm) with CMAKE_PREFIX_PATH=<root> on platforms without lib64 search paths:\n"
+  "# the package is in <root>/${ACLVMM_CMAKEDIR} (docs/install.md).\n"
+  "include(\"\${CMAKE_CURRENT_LIST_DIR}/../../../${ACLVMM_CMAKEDIR}/aclvmmConfig.cmake\")\n")
+install(FILES ${ACLVMM_STAGE}/share-cmake/aclvmmConfig.cmake ${ACLVMM_STAGE}/aclvmmConfigVersion.cmake
+  DESTINATION share/cmake/aclvmm)
 
 # pkg-config: aclvmm.pc, and one file per library name the vendor samples link by.
 foreach(pc_pair IN ITEMS "aclvmm;ascendcl" "ascendcl;ascendcl" "acl_rt;acl_rt")

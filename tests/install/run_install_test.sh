@@ -119,12 +119,26 @@ run_consumer() { # run_consumer <name> <executable>
 
 if build_ok cmake-configure "$CMAKE" -S "$HERE/consumer" -B "$WORK/cmake-consumer" -DCMAKE_BUILD_TYPE=Release \
    && build_ok cmake-build "$CMAKE" --build "$WORK/cmake-consumer"; then
-    grep -q "aclvmm $VERSION from $ROOT/lib64/cmake/aclvmm, includes $ROOT/include" \
+    grep -q "aclvmm $VERSION from $ROOT/lib64/cmake/aclvmm, includes $ROOT/include\$" \
         "$WORK/cmake-configure.build.log" && ok "find_package found aclvmm $VERSION in the root" \
         || { fail "find_package did not report the root:"; cat "$WORK/cmake-configure.build.log"; }
     run_consumer cmake-ascendcl "$WORK/cmake-consumer/consumer_ascendcl"
     run_consumer cmake-acl_rt "$WORK/cmake-consumer/consumer_acl_rt"
 fi
+
+# Without set_env.sh: the root as CMAKE_PREFIX_PATH (Debian's CMake searches no lib64 directory:
+# share/cmake/aclvmm forwards), or aclvmm_DIR; each reports the include directory once.
+for how in "CMAKE_PREFIX_PATH=$ROOT share/cmake/aclvmm" "aclvmm_DIR=$ROOT/lib64/cmake/aclvmm lib64/cmake/aclvmm"; do
+    set -- $how
+    log="$WORK/cmake-${1%%=*}.log"
+    if (cd "$WORK" && "${clean_env[@]}" "$CMAKE" -S "$HERE/consumer" -B "$WORK/cmake-${1%%=*}" \
+            -DCMAKE_BUILD_TYPE=Release "-D$1") >"$log" 2>&1 \
+       && grep -q "aclvmm $VERSION from $ROOT/$2, includes $ROOT/include\$" "$log"; then
+        ok "find_package with -D$1 and no set_env.sh"
+    else
+        fail "find_package with -D$1 and no set_env.sh:"; cat "$log"
+    fi
+done
 
 pcver="$(in_root_env pkg-config --modversion aclvmm)"
 [ "$pcver" = "$VERSION" ] && ok "pkg-config aclvmm $pcver" || fail "pkg-config --modversion aclvmm: '$pcver'"
