@@ -41,12 +41,6 @@ constexpr char kRawTargetRole[] = "--bench-raw-target";
 constexpr char kRawReaderRole[] = "--bench-raw-reader";
 constexpr long kExportSize = 64l << 20;  // the largest operation of the benchmarks
 
-uint64_t now_ns() {
-  timespec t{};
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return static_cast<uint64_t>(t.tv_sec) * 1000000000ull + static_cast<uint64_t>(t.tv_nsec);
-}
-
 // ---- the aclvmm roles ---------------------------------------------------------------------------
 
 // Device memory of kExportSize mapped at *va on the current device.

@@ -21,11 +21,6 @@
 namespace bench {
 namespace {
 
-uint64_t now_ns() {
-  timespec t{};
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return static_cast<uint64_t>(t.tv_sec) * 1000000000ull + static_cast<uint64_t>(t.tv_nsec);
-}
 
 // One RDM endpoint of tcp;ofi_rxm with the hints aclvmm's RmaEndpoint gives.
 struct Raw {
@@ -88,6 +83,12 @@ std::vector<uint8_t> unhex(const char* h) {
 }
 
 }  // namespace
+
+uint64_t now_ns() {
+  timespec t{};
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return static_cast<uint64_t>(t.tv_sec) * 1000000000ull + static_cast<uint64_t>(t.tv_nsec);
+}
 
 int run_raw_target(const char* address, long size) {
   Raw r;

@@ -4,7 +4,11 @@
 // thread sleeps in fi_cq_sread, a reader that polls its completion queue.
 #pragma once
 
+#include <cstdint>
+
 namespace bench {
+// CLOCK_MONOTONIC in nanoseconds: what every helper process times its operations with.
+uint64_t now_ns();
 // --bench-raw-target ADDRESS SIZE: registers SIZE bytes, prints "<name hex> <key> <base>", serves
 // until its input ends.
 int run_raw_target(const char* address, long size);

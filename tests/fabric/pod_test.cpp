@@ -265,8 +265,8 @@ TEST_F(FabricPod, AnExporterThatExitsFailsTheNextCopyNotTheProcess) {
   EXPECT_EQ(importer.finish(), 0);
 }
 
-// An importer that dies: the exporter's holder count drops, and the memory it freed meanwhile
-// (kept for the holder) goes with it.
+// An importer that dies: the exporter's holder count drops to 0. Memory the exporter freed
+// meanwhile stays readable for the holder until then.
 TEST_F(FabricPod, AnImporterThatExitsDropsItsHold) {
   start(2);
   Peer& exporter = peer_on(0);
