@@ -7,6 +7,7 @@
 #   <root>/lib64/libascendcl.so            the library (SONAME libascendcl.so)
 #   <root>/lib64/libacl_rt.so              symlink to it: one library, one runtime state
 #   <root>/lib64/cmake/aclvmm/             find_package(aclvmm) -> aclvmm::ascendcl, aclvmm::acl_rt
+#   <root>/share/cmake/aclvmm/             forwards there (CMAKE_PREFIX_PATH=<root> on Debian)
 #   <root>/lib64/pkgconfig/                aclvmm.pc, ascendcl.pc, acl_rt.pc
 #   <root>/<arch>-linux/{include,lib64}    symlinks to ../include and ../lib64: tools that look
 #                                          in the arch-specific directory find the same files
@@ -49,6 +50,23 @@ file(WRITE ${ACLVMM_STAGE}/share-cmake/aclvmmConfig.cmake
   "include(\"\${CMAKE_CURRENT_LIST_DIR}/../../../${ACLVMM_CMAKEDIR}/aclvmmConfig.cmake\")\n")
 install(FILES ${ACLVMM_STAGE}/share-cmake/aclvmmConfig.cmake ${ACLVMM_STAGE}/aclvmmConfigVersion.cmake
   DESTINATION share/cmake/aclvmm)
+
+# The build tree is a package too (-Daclvmm_DIR=<build> or CMAKE_PREFIX_PATH=<build>): the same
+# targets exported with the build's paths (the library in <build>, the headers in the source
+# tree), so a consumer can build against a tree that was never installed. The config file is
+# the installed one's template with the build directory as its root and <build> as the library
+# directory.
+export(EXPORT aclvmmTargets NAMESPACE aclvmm:: FILE ${CMAKE_BINARY_DIR}/aclvmmTargets.cmake)
+function(aclvmm_build_tree_config)
+  set(ACLVMM_LIBDIR ${CMAKE_BINARY_DIR})
+  configure_package_config_file(${CMAKE_CURRENT_FUNCTION_LIST_DIR}/aclvmmConfig.cmake.in
+    ${CMAKE_BINARY_DIR}/aclvmmConfig.cmake
+    INSTALL_DESTINATION ${CMAKE_BINARY_DIR} INSTALL_PREFIX ${CMAKE_BINARY_DIR}
+    PATH_VARS ACLVMM_LIBDIR)
+endfunction()
+aclvmm_build_tree_config()
+configure_file(${ACLVMM_STAGE}/aclvmmConfigVersion.cmake ${CMAKE_BINARY_DIR}/aclvmmConfigVersion.cmake
+  COPYONLY)
 
 # pkg-config: aclvmm.pc, and one file per library name the vendor samples link by.
 foreach(pc_pair IN ITEMS "aclvmm;ascendcl" "ascendcl;ascendcl" "acl_rt;acl_rt")

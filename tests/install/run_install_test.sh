@@ -4,7 +4,8 @@
 # Installs the build tree into <work-dir>/stage, moves the root to <work-dir>/root (the files must
 # find the root relative to themselves), then checks the CANN-like layout and set_env.sh and
 # builds consumer.c against the root the ways applications do:
-#   cmake   find_package(aclvmm) -> aclvmm::ascendcl and aclvmm::acl_rt (consumer/CMakeLists.txt)
+#   cmake   find_package(aclvmm) -> aclvmm::ascendcl and aclvmm::acl_rt (consumer/CMakeLists.txt),
+#           from the root and from the build tree (its export, never installed)
 #   pc      cc $(pkg-config --cflags --libs aclvmm) and ascendcl.pc / acl_rt.pc
 #   vendor  cc -I<root>/include -L<root>/lib64 -lascendcl (and -lacl_rt), as the CANN samples do
 # Each consumer runs with only set_env.sh's environment and must print the value it copied
@@ -137,6 +138,26 @@ for how in "CMAKE_PREFIX_PATH=$ROOT share/cmake/aclvmm" "aclvmm_DIR=$ROOT/lib64/
         ok "find_package with -D$1 and no set_env.sh"
     else
         fail "find_package with -D$1 and no set_env.sh:"; cat "$log"
+    fi
+done
+
+# From the build tree, never installed (its export): the library in <build>, the headers in the
+# source tree; the consumer finds the library by its build RPATH, without set_env.sh.
+SRC_INCLUDE="$(cd "$HERE/../../include" && pwd)"
+BUILD_ABS="$(cd "$BUILD" && pwd)"
+for how in "aclvmm_DIR=$BUILD_ABS" "CMAKE_PREFIX_PATH=$BUILD_ABS"; do
+    tree="$WORK/cmake-build-tree-${how%%=*}"
+    log="$tree.log"
+    if (cd "$WORK" && "${clean_env[@]}" "$CMAKE" -S "$HERE/consumer" -B "$tree" -DCMAKE_BUILD_TYPE=Release \
+            "-D$how" && "${clean_env[@]}" "$CMAKE" --build "$tree") >"$log" 2>&1 \
+       && grep -q "aclvmm $VERSION from $BUILD_ABS, includes $SRC_INCLUDE\$" "$log"; then
+        out="$("${clean_env[@]}" "$tree/consumer_acl_rt" 2>&1)" || true
+        case "$out" in
+            *"$EXPECT_VALUE lib=$BUILD_ABS/libascendcl.so"*) ok "build tree with -D$how: $out" ;;
+            *) fail "build-tree consumer (-D$how) printed: $out" ;;
+        esac
+    else
+        fail "find_package from the build tree with -D$how:"; cat "$log"
     fi
 done
 
