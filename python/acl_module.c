@@ -35,16 +35,20 @@ static PyObject *str_or_none(const char *s)
 static PyObject *get_soc_name(PyObject *self, PyObject *args)
 {
     (void)self;
+    const char *name = NULL;
     ACLPY_PARSE(args, "", "acl.get_soc_name", NULL);
-    return str_or_none(aclrtGetSocName());
+    ACLPY_CALL(name, aclrtGetSocName()); /* may start the runtime */
+    return str_or_none(name);
 }
 
 /* Reading clears the calling thread's queue (aclGetRecentErrMsg semantics). */
 static PyObject *get_recent_err_msg(PyObject *self, PyObject *args)
 {
     (void)self;
+    const char *msg = NULL;
     ACLPY_PARSE(args, "", "acl.get_recent_err_msg", NULL);
-    return str_or_none(aclGetRecentErrMsg());
+    ACLPY_CALL(msg, aclGetRecentErrMsg()); /* the queue is per thread: still this one after */
+    return str_or_none(msg);
 }
 
 static PyObject *get_version(PyObject *self, PyObject *args)
@@ -55,7 +59,8 @@ static PyObject *get_version(PyObject *self, PyObject *args)
     /* aclrtGetVersion is deprecated in the C headers but is what pyACL's get_version reports. */
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"
-    aclError ret = aclrtGetVersion(&major, &minor, &patch);
+    aclError ret;
+    ACLPY_CALL(ret, aclrtGetVersion(&major, &minor, &patch));
 #pragma GCC diagnostic pop
     return Py_BuildValue("(iiii)", (int)major, (int)minor, (int)patch, (int)ret);
 }
@@ -75,8 +80,25 @@ static struct PyModuleDef acl_def = {
 };
 
 static struct PyModuleDef rt_def = {
-    PyModuleDef_HEAD_INIT, "acl.rt", "Runtime: devices, memory, virtual memory management, sharing.", -1, NULL,
-    NULL, NULL, NULL, NULL,
+    PyModuleDef_HEAD_INIT, "acl.rt",
+    "Runtime: devices, streams, memory, virtual memory management, sharing, managed memory.", -1, NULL, NULL, NULL,
+    NULL, NULL,
+};
+
+/* Every family's table (acl_py.h); a name defined twice would silently replace the first, so
+ * tests/python/test_stubs.py compares the module's names with the stubs'. */
+static PyMethodDef *const rt_tables[] = {
+    aclpy_rt_device_methods,
+    aclpy_rt_device_info_methods,
+    aclpy_rt_vmm_methods,
+    aclpy_rt_ipc_methods,
+    aclpy_rt_access_methods,
+    aclpy_rt_link_methods,
+    aclpy_rt_share_v2_methods,
+    aclpy_rt_host_methods,
+    aclpy_rt_stream_methods,
+    aclpy_rt_copy_methods,
+    aclpy_rt_managed_methods,
 };
 
 PyObject *aclpy_make_rt(void)
@@ -85,10 +107,11 @@ PyObject *aclpy_make_rt(void)
     if (rt == NULL) {
         return NULL;
     }
-    if (PyModule_AddFunctions(rt, aclpy_rt_device_methods) < 0 ||
-        PyModule_AddFunctions(rt, aclpy_rt_vmm_methods) < 0) {
-        Py_DECREF(rt);
-        return NULL;
+    for (size_t i = 0; i < sizeof(rt_tables) / sizeof(rt_tables[0]); ++i) {
+        if (PyModule_AddFunctions(rt, rt_tables[i]) < 0) {
+            Py_DECREF(rt);
+            return NULL;
+        }
     }
     return rt;
 }
@@ -114,7 +137,8 @@ PyMODINIT_FUNC PyInit_acl(void)
     if (acl == NULL) {
         return NULL;
     }
-    if (add_submodule(acl, "rt", "acl.rt", aclpy_make_rt()) < 0 ||
+    if (PyModule_AddFunctions(acl, aclpy_sys_methods) < 0 ||
+        add_submodule(acl, "rt", "acl.rt", aclpy_make_rt()) < 0 ||
         add_submodule(acl, "util", "acl.util", aclpy_make_util()) < 0) {
         Py_DECREF(acl);
         return NULL;

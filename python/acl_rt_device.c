@@ -4,6 +4,9 @@
 ACLPY_INT_TO_RET(set_device, "acl.rt.set_device", aclrtSetDevice)
 ACLPY_INT_TO_RET(reset_device, "acl.rt.reset_device", aclrtResetDevice)
 ACLPY_INT_TO_RET(reset_device_force, "acl.rt.reset_device_force", aclrtResetDeviceForce)
+/* Milliseconds, -1 for no limit; 507046 on expiry, the queued work keeps running. */
+ACLPY_INT_TO_RET(synchronize_device_with_timeout, "acl.rt.synchronize_device_with_timeout",
+                 aclrtSynchronizeDeviceWithTimeout)
 ACLPY_INT_TO_RET(device_disable_peer_access, "acl.rt.device_disable_peer_access",
                  aclrtDeviceDisablePeerAccess)
 ACLPY_PTR_TO_RET(destroy_context, "acl.rt.destroy_context", aclrtDestroyContext)
@@ -79,6 +82,19 @@ static PyObject *rt_malloc(PyObject *self, PyObject *args)
     return aclpy_u64_ret(aclpy_int(ptr), ret);
 }
 
+/* Like malloc, but the size is only rounded up to 32 bytes, without the 32 bytes of padding. */
+static PyObject *malloc_align32(PyObject *self, PyObject *args)
+{
+    (void)self;
+    unsigned long long size = 0;
+    int policy = 0;
+    void *ptr = NULL;
+    aclError ret;
+    ACLPY_PARSE(args, "Ki", "acl.rt.malloc_align32", &size, &policy);
+    ACLPY_CALL(ret, aclrtMallocAlign32(&ptr, (size_t)size, (aclrtMemMallocPolicy)policy));
+    return aclpy_u64_ret(aclpy_int(ptr), ret);
+}
+
 static PyObject *malloc_host(PyObject *self, PyObject *args)
 {
     (void)self;
@@ -132,6 +148,8 @@ PyMethodDef aclpy_rt_device_methods[] = {
     {"get_device", get_device, METH_VARARGS, "get_device() -> (device_id, ret)"},
     {"get_device_count", get_device_count, METH_VARARGS, "get_device_count() -> (count, ret)"},
     {"synchronize_device", synchronize_device, METH_VARARGS, "synchronize_device() -> ret"},
+    {"synchronize_device_with_timeout", synchronize_device_with_timeout, METH_VARARGS,
+     "synchronize_device_with_timeout(timeout) -> ret"},
     {"device_get_bare_tgid", device_get_bare_tgid, METH_VARARGS, "device_get_bare_tgid() -> (pid, ret)"},
     {"device_can_access_peer", device_can_access_peer, METH_VARARGS,
      "device_can_access_peer(device_id, peer_device_id) -> (can_access, ret)"},
@@ -144,6 +162,7 @@ PyMethodDef aclpy_rt_device_methods[] = {
     {"set_context", set_context, METH_VARARGS, "set_context(context) -> ret"},
     {"get_context", get_context, METH_VARARGS, "get_context() -> (context, ret)"},
     {"malloc", rt_malloc, METH_VARARGS, "malloc(size, policy) -> (dev_ptr, ret)"},
+    {"malloc_align32", malloc_align32, METH_VARARGS, "malloc_align32(size, policy) -> (dev_ptr, ret)"},
     {"free", rt_free, METH_VARARGS, "free(dev_ptr) -> ret"},
     {"malloc_host", malloc_host, METH_VARARGS, "malloc_host(size) -> (host_ptr, ret)"},
     {"free_host", free_host, METH_VARARGS, "free_host(host_ptr) -> ret"},

@@ -80,36 +80,6 @@ static PyObject *mem_export_to_shareable_handle(PyObject *self, PyObject *args)
     return aclpy_u64_ret(shareable, ret);
 }
 
-/* pid_list must be a list of ints (pyACL refuses other containers); it becomes the int32_t
- * array (PyMem_Free it) and its length. An empty list gives a valid pointer and 0, and the C API
- * decides. NULL with a TypeError (or MemoryError) set when the list cannot be converted. */
-static int32_t *pid_array(PyObject *list, const char *name, Py_ssize_t *count)
-{
-    if (!PyList_Check(list)) {
-        PyErr_Format(PyExc_TypeError, "%s: pid_list must be a list of int", name);
-        return NULL;
-    }
-    const Py_ssize_t n = PyList_GET_SIZE(list);
-    int32_t *pids = PyMem_Malloc(sizeof(int32_t) * (size_t)(n > 0 ? n : 1));
-    if (pids == NULL) {
-        PyErr_NoMemory();
-        return NULL;
-    }
-    for (Py_ssize_t i = 0; i < n; ++i) {
-        PyObject *item = PyList_GET_ITEM(list, i);
-        long v = PyLong_Check(item) ? PyLong_AsLong(item) : -1;
-        if (!PyLong_Check(item) || (v == -1 && PyErr_Occurred()) || v < INT32_MIN || v > INT32_MAX) {
-            PyMem_Free(pids);
-            PyErr_Clear();
-            PyErr_Format(PyExc_TypeError, "%s: pid_list[%zd] is not an int32 pid", name, i);
-            return NULL;
-        }
-        pids[i] = (int32_t)v;
-    }
-    *count = n;
-    return pids;
-}
-
 static PyObject *mem_set_pid_to_shareable_handle(PyObject *self, PyObject *args)
 {
     (void)self;
@@ -119,7 +89,7 @@ static PyObject *mem_set_pid_to_shareable_handle(PyObject *self, PyObject *args)
     Py_ssize_t n = 0;
     aclError ret;
     ACLPY_PARSE(args, "KO", name, &shareable, &list);
-    int32_t *pids = pid_array(list, name, &n);
+    int32_t *pids = aclpy_int32_array(list, name, "pid_list", &n);
     if (pids == NULL) {
         return NULL;
     }
@@ -138,73 +108,6 @@ static PyObject *mem_import_from_shareable_handle(PyObject *self, PyObject *args
     ACLPY_PARSE(args, "Ki", "acl.rt.mem_import_from_shareable_handle", &shareable, &device);
     ACLPY_CALL(ret, aclrtMemImportFromShareableHandle(shareable, device, &handle));
     return aclpy_u64_ret(aclpy_int(handle), ret);
-}
-
-/* ---- IPC memory by key (runtime-extra.md 3): keys are str, the 64 hex digits the export wrote ---- */
-
-/* key_len is the C call's `len`: the room of the key buffer, which the binding provides (pyACL's
- * limit: below 1024 bytes). A key_len of 1024 or more is refused with 100000 before the call;
- * below 65 the C API refuses it (107000). On failure the key is "". */
-#define ACLPY_IPC_KEY_BUFFER 1024
-
-static PyObject *ipc_mem_get_export_key(PyObject *self, PyObject *args)
-{
-    (void)self;
-    unsigned long long ptr = 0, size = 0, key_len = 0, flags = 0;
-    char key[ACLPY_IPC_KEY_BUFFER];
-    aclError ret;
-    ACLPY_PARSE(args, "KKKK", "acl.rt.ipc_mem_get_export_key", &ptr, &size, &key_len, &flags);
-    memset(key, 0, sizeof(key));
-    if (key_len >= ACLPY_IPC_KEY_BUFFER) {
-        ret = ACL_ERROR_INVALID_PARAM;
-    } else {
-        ACLPY_CALL(ret, aclrtIpcMemGetExportKey(aclpy_ptr(ptr), (size_t)size, key, (size_t)key_len, flags));
-    }
-    if (ret != ACL_SUCCESS) {
-        key[0] = '\0';
-    }
-    key[ACLPY_IPC_KEY_BUFFER - 1] = '\0';
-    return Py_BuildValue("(si)", key, (int)ret);
-}
-
-static PyObject *ipc_mem_set_import_pid(PyObject *self, PyObject *args)
-{
-    (void)self;
-    static const char *name = "acl.rt.ipc_mem_set_import_pid";
-    const char *key = NULL;
-    PyObject *list = NULL;
-    Py_ssize_t n = 0;
-    aclError ret;
-    ACLPY_PARSE(args, "sO", name, &key, &list);
-    int32_t *pids = pid_array(list, name, &n);
-    if (pids == NULL) {
-        return NULL;
-    }
-    ACLPY_CALL(ret, aclrtIpcMemSetImportPid(key, pids, (size_t)n));
-    PyMem_Free(pids);
-    return aclpy_ret(ret);
-}
-
-static PyObject *ipc_mem_import_by_key(PyObject *self, PyObject *args)
-{
-    (void)self;
-    const char *key = NULL;
-    unsigned long long flags = 0;
-    void *ptr = NULL;
-    aclError ret;
-    ACLPY_PARSE(args, "sK", "acl.rt.ipc_mem_import_by_key", &key, &flags);
-    ACLPY_CALL(ret, aclrtIpcMemImportByKey(&ptr, key, flags));
-    return aclpy_u64_ret(aclpy_int(ptr), ret);
-}
-
-static PyObject *ipc_mem_close(PyObject *self, PyObject *args)
-{
-    (void)self;
-    const char *key = NULL;
-    aclError ret;
-    ACLPY_PARSE(args, "s", "acl.rt.ipc_mem_close", &key);
-    ACLPY_CALL(ret, aclrtIpcMemClose(key));
-    return aclpy_ret(ret);
 }
 
 /* ---- not in pyACL: same conventions ---- */
@@ -262,11 +165,6 @@ PyMethodDef aclpy_rt_vmm_methods[] = {
      "mem_set_pid_to_shareable_handle(shareable_handle, pid_list) -> ret"},
     {"mem_import_from_shareable_handle", mem_import_from_shareable_handle, METH_VARARGS,
      "mem_import_from_shareable_handle(shareable_handle, device_id) -> (handle, ret)"},
-    {"ipc_mem_get_export_key", ipc_mem_get_export_key, METH_VARARGS,
-     "ipc_mem_get_export_key(dev_ptr, size, key_len, flags) -> (key, ret)"},
-    {"ipc_mem_set_import_pid", ipc_mem_set_import_pid, METH_VARARGS, "ipc_mem_set_import_pid(key, pid_list) -> ret"},
-    {"ipc_mem_import_by_key", ipc_mem_import_by_key, METH_VARARGS, "ipc_mem_import_by_key(key, flags) -> (dev_ptr, ret)"},
-    {"ipc_mem_close", ipc_mem_close, METH_VARARGS, "ipc_mem_close(key) -> ret"},
     {"mem_retain_allocation_handle", mem_retain_allocation_handle, METH_VARARGS,
      "mem_retain_allocation_handle(vir_ptr) -> (handle, ret)"},
     {"mem_get_allocation_properties_from_handle", mem_get_allocation_properties_from_handle, METH_VARARGS,

@@ -11,6 +11,7 @@
 aclvmm_setup() {
     local required=(cmake g++ make binutils pkg-config libspdlog-dev libnuma-dev libgtest-dev libbenchmark-dev
                     python3-dev python3-pytest  # the Python binding acl.so and its tests
+                    python3-build python3-setuptools python3-wheel python3-venv  # the wheel (tests/wheel)
                     clang-14 libclang-rt-14-dev  # clang + libFuzzer: the fuzz stage of tests/run.sh
                     libfabric-dev iproute2)  # FABRIC across hosts (docs/fabric.md) and its namespaces
     local missing=() pkg status

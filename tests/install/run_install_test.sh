@@ -75,6 +75,31 @@ if [ -f "$ROOT/python/site-packages/acl.so" ] && grep -qi 'python' <<<"$not_inst
     fail "docs/install.md lists the Python binding as not installed, but python/site-packages/acl.so is"
 fi
 
+# --- Python: acl and the pytest plugin from the root ----------------------------------------
+# With set_env.sh sourced, pytest loads the plugin by the root's aclvmm-<version>.dist-info
+# entry point (no pip involved) and the fixture runs on the root's library.
+if [ -f "$ROOT/python/site-packages/acl.so" ] && [ -n "${ACLVMM_PYTHON:-}" ]; then
+    mkdir -p "$WORK/py"
+    cat >"$WORK/py/test_root.py" <<'PYEOF'
+import os
+import acl
+import aclvmm
+import pytest
+
+@pytest.mark.npu_emulator(device_count=2)
+def test_fixture_from_the_root(npu_emulator):
+    root = os.environ["ASCEND_HOME_PATH"]
+    assert aclvmm.library_path() == os.path.join(root, "lib64", "libascendcl.so")
+    assert acl.init() == 0 and acl.rt.get_device_count() == (2, 0) and acl.finalize() == 0
+PYEOF
+    if in_root_env env -C "$WORK/py" PYTHONDONTWRITEBYTECODE=1 "$ACLVMM_PYTHON" -m pytest -q \
+            -p no:cacheprovider test_root.py >"$WORK/py.log" 2>&1 && grep -q "1 passed" "$WORK/py.log"; then
+        ok "pytest with set_env.sh: the npu_emulator fixture from the root"
+    else
+        fail "pytest with set_env.sh:"; cat "$WORK/py.log"
+    fi
+fi
+
 # --- set_env.sh -----------------------------------------------------------------------------
 vars='ASCEND_HOME_PATH ASCEND_TOOLKIT_HOME ASCEND_AICPU_PATH ASCEND_OPP_PATH TOOLCHAIN_HOME PATH
 LD_LIBRARY_PATH PYTHONPATH CMAKE_PREFIX_PATH PKG_CONFIG_PATH'
@@ -100,6 +125,23 @@ switched="$("${clean_env[@]}" LD_LIBRARY_PATH=/opt/x ASCEND_HOME_PATH=/opt/old \
             bash -c 'LD_LIBRARY_PATH=/opt/old/lib64:$LD_LIBRARY_PATH; . "$0/set_env.sh"; echo "$LD_LIBRARY_PATH"' "$ROOT")"
 [ "$switched" = "$ROOT/lib64:/opt/x" ] && ok "the previous root's lib64 is removed" \
     || fail "LD_LIBRARY_PATH after switching roots: $switched"
+# The Dockerfile's ENV lines are set_env.sh's output for its root (a process started without a
+# shell sees the same environment as one that sourced set_env.sh); its packages are among
+# scripts/setup.sh's, and its version is the project's.
+DOCKERFILE="$HERE/../../Dockerfile"
+docker_root=/usr/local/Ascend/ascend-toolkit/latest
+docker_env="$(sed -n 's/^ENV \([A-Z_]*\)=\(.*\)$/\1=\2/p' "$DOCKERFILE" | grep -v '^BASH_ENV=' | sort)"
+docker_expected="$(sed "s|$ROOT|$docker_root|g; s|^PATH=\($docker_root/bin\):.*|PATH=\1:\$PATH|" <<<"$expected" | sort)"
+[ "$docker_env" = "$docker_expected" ] && ok "the Dockerfile's ENV is set_env.sh's environment" \
+    || { fail "Dockerfile ENV differs from set_env.sh:"; diff <(echo "$docker_expected") <(echo "$docker_env") || true; }
+grep -qx "ARG ACLVMM_VERSION=$VERSION" "$DOCKERFILE" && ok "Dockerfile version $VERSION" \
+    || fail "Dockerfile's ARG ACLVMM_VERSION is not $VERSION"
+setup_pkgs=" $(sed 's/#.*//' "$HERE/../../scripts/setup.sh" | sed -n '/local required=(/,/)/p' | sed 's/.*(//; s/).*//' | tr '\n' ' ') "
+for pkg in $(sed -n '/apt-get install/,/rm -rf/p' "$DOCKERFILE" | sed 's/\\$//' | tr ' ' '\n' \
+             | grep -E '^[a-z0-9][a-z0-9+.-]+$' | grep -vxE 'apt-get|install|rm|update'); do
+    [[ "$setup_pkgs" == *" $pkg "* ]] || fail "the Dockerfile installs $pkg, which scripts/setup.sh does not list"
+done
+
 legacy="$("${clean_env[@]}" bash -c '. "$0/bin/setenv.bash"; echo "$ASCEND_HOME_PATH"' "$ROOT")"
 [ "$legacy" = "$ROOT" ] && ok "bin/setenv.bash sources set_env.sh" || fail "bin/setenv.bash gave '$legacy'"
 

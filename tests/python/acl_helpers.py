@@ -51,7 +51,9 @@ class Child:
     command line at a time. It first says `ready <words>` (kept in self.ready), then answers each
     command with a line that repeats the command word, then the result."""
 
-    TIMEOUT = 10  # seconds, bound on every wait for the child
+    # Seconds, bound on every wait for the child: interpreter start and aclInit included, on a
+    # 2-core machine that may be running sanitizer builds beside the suite.
+    TIMEOUT = 60
 
     def __init__(self, script, *argv):
         self.proc = subprocess.Popen([sys.executable, script, *map(str, argv)], stdin=subprocess.PIPE,

@@ -1,10 +1,14 @@
-"""The other process of test_share.py: imports a shareable handle and works on its bytes.
+"""The other process of test_share.py and test_share_v2.py: imports a shareable handle and works
+on its bytes.
 
-Started as `share_child.py <shareable-handle-hex>`. It initialises ACL on device 0, prints
-`ready <bare tgid>`, then answers one line per command read from stdin (the reply repeats the
-command word, then the result):
+Started as `share_child.py <shareable-handle-hex>` (V1: the 64-bit token) or
+`share_child.py v2 <share_type> <shareable-handle bytes in hex>` (V2: the bytes). It initialises
+ACL on device 0, prints `ready <bare tgid>`, then answers one line per command read from stdin (the
+reply repeats the command word, then the result):
 
-  import                    -> import <ret>          (mem_import_from_shareable_handle onto device 0)
+  import                    -> import <ret>          (V1: mem_import_from_shareable_handle onto
+                                                      device 0; V2: mem_import_from_shareable_handle_v2,
+                                                      onto the current device 0)
   map <size>                -> map <ret>             (reserve + map the imported handle)
   read <offset> <n>         -> read <sha256 hex>     (n bytes of the mapping, copied D2H)
   write <offset> <n> <seed> -> write <ret>           (pattern(n, seed) copied H2D)
@@ -25,7 +29,16 @@ def reply(*words):
 
 
 def main():
-    token = int(sys.argv[1], 16)
+    if sys.argv[1] == "v2":
+        share_type, shareable = int(sys.argv[2]), bytes.fromhex(sys.argv[3])
+
+        def import_handle():
+            return acl.rt.mem_import_from_shareable_handle_v2(shareable, share_type, 0)
+    else:
+        token = int(sys.argv[1], 16)
+
+        def import_handle():
+            return acl.rt.mem_import_from_shareable_handle(token, 0)
     if acl.init() != ACL_SUCCESS or acl.rt.set_device(0) != ACL_SUCCESS:
         return 1
     tgid, ret = acl.rt.device_get_bare_tgid()
@@ -37,7 +50,7 @@ def main():
         cmd, *args = line.split()
         n = [int(a) for a in args]
         if cmd == "import":
-            handle, ret = acl.rt.mem_import_from_shareable_handle(token, 0)
+            handle, ret = import_handle()
             reply(cmd, ret)
         elif cmd == "map":
             va, ret = acl.rt.reserve_mem_address(n[0], 0, 0, 0)

@@ -1,0 +1,219 @@
+"""Type stubs of acl.rt (docs/python.md section 3).
+
+Pointers, handles and streams are ints (0 is NULL; a stream of 0 is the current context's default
+stream). Structs going in are dicts keyed by the C member names: a missing key leaves its field 0,
+so the *In dicts are total=False. Structs coming out are complete dicts. Lists stand for C arrays,
+and their lengths are the C counts.
+"""
+from typing import List, Optional, Tuple, TypedDict, Union
+
+_Bytes = Union[bytes, bytearray, memoryview]
+
+# ---- structs going in (total=False: missing keys stay 0) ----
+
+class _MemLocationIn(TypedDict, total=False):
+    """aclrtMemLocation."""
+
+    id: int
+    type: int
+
+class _PhysicalMemPropIn(TypedDict, total=False):
+    """aclrtPhysicalMemProp."""
+
+    handleType: int
+    allocationType: int
+    memAttr: int
+    location: _MemLocationIn
+    reserve: int
+
+class _MemAccessDescIn(TypedDict, total=False):
+    """aclrtMemAccessDesc; rsv: up to 12 byte values."""
+
+    flags: int
+    location: _MemLocationIn
+    rsv: List[int]
+
+class _MemcpyBatchAttrIn(TypedDict, total=False):
+    """aclrtMemcpyBatchAttr; rsv: up to 16 byte values (the C API wants them 0)."""
+
+    dstLoc: _MemLocationIn
+    srcLoc: _MemLocationIn
+    rsv: List[int]
+
+class _ManagedLocationIn(TypedDict, total=False):
+    """aclrtMemManagedLocation (type comes first in the C struct)."""
+
+    type: int
+    id: int
+
+class _ServerPidIn(TypedDict, total=False):
+    """aclrtServerPid; num is len(pid); a missing or None pid is NULL."""
+
+    sdid: int
+    pid: Optional[List[int]]
+
+# ---- structs coming out ----
+
+class _MemLocation(TypedDict):
+    id: int
+    type: int
+
+class _PhysicalMemProp(TypedDict):
+    handleType: int
+    allocationType: int
+    memAttr: int
+    location: _MemLocation
+    reserve: int
+
+class _PtrAttributes(TypedDict):
+    """aclrtPtrAttributes; page_size in snake_case, as pyACL spells it."""
+
+    location: _MemLocation
+    page_size: int
+    rsv: List[int]
+
+# ---- devices and contexts ----
+
+def set_device(device_id: int, /) -> int: ...
+def reset_device(device_id: int, /) -> int: ...
+def reset_device_force(device_id: int, /) -> int: ...
+def get_device() -> Tuple[int, int]: ...
+def get_device_count() -> Tuple[int, int]: ...
+def synchronize_device() -> int: ...
+def synchronize_device_with_timeout(timeout: int, /) -> int:
+    """Milliseconds, -1 for no limit; 507046 on expiry."""
+
+def device_get_bare_tgid() -> Tuple[int, int]: ...
+def device_can_access_peer(device_id: int, peer_device_id: int, /) -> Tuple[int, int]: ...
+def device_enable_peer_access(peer_device_id: int, flags: int, /) -> int: ...
+def device_disable_peer_access(peer_device_id: int, /) -> int: ...
+def create_context(device_id: int, /) -> Tuple[int, int]: ...
+def destroy_context(context: int, /) -> int: ...
+def set_context(context: int, /) -> int: ...
+def get_context() -> Tuple[int, int]: ...
+def get_run_mode() -> Tuple[int, int]:
+    """(aclrtRunMode, ret); ACL_HOST (1) on aclvmm."""
+
+def device_get_uuid(device_id: int, /) -> Tuple[bytes, int]:
+    """The 16 bytes of aclrtUuid; b"" on failure."""
+
+def get_logic_dev_id_by_user_dev_id(user_dev_id: int, /) -> Tuple[int, int]: ...
+def get_user_dev_id_by_logic_dev_id(logic_dev_id: int, /) -> Tuple[int, int]: ...
+def get_logic_dev_id_by_phy_dev_id(phy_dev_id: int, /) -> Tuple[int, int]: ...
+def get_phy_dev_id_by_logic_dev_id(logic_dev_id: int, /) -> Tuple[int, int]: ...
+def get_user_dev_id_by_phy_dev_id(phy_dev_id: int, /) -> Tuple[int, int]: ...
+def get_phy_dev_id_by_user_dev_id(user_dev_id: int, /) -> Tuple[int, int]: ...
+
+# ---- plain memory and copies ----
+
+def malloc(size: int, policy: int, /) -> Tuple[int, int]: ...
+def malloc_align32(size: int, policy: int, /) -> Tuple[int, int]: ...
+def free(dev_ptr: int, /) -> int: ...
+def malloc_host(size: int, /) -> Tuple[int, int]: ...
+def free_host(host_ptr: int, /) -> int: ...
+def memcpy(dst: int, dest_max: int, src: int, count: int, kind: int, /) -> int: ...
+def memset(dev_ptr: int, max_count: int, value: int, count: int, /) -> int: ...
+def get_mem_info(attr: int, /) -> Tuple[int, int, int]:
+    """(free, total, ret)."""
+
+# ---- streams ----
+
+def create_stream() -> Tuple[int, int]: ...
+def create_stream_with_config(priority: int, flag: int, /) -> Tuple[int, int]: ...
+def destroy_stream(stream: int, /) -> int: ...
+def destroy_stream_force(stream: int, /) -> int: ...
+def synchronize_stream(stream: int, /) -> int: ...
+def synchronize_stream_with_timeout(stream: int, timeout: int, /) -> int: ...
+def stream_abort(stream: int, /) -> int: ...
+def value_write(dev_addr: int, value: int, flag: int, stream: int, /) -> int: ...
+def value_wait(dev_addr: int, value: int, flag: int, stream: int, /) -> int: ...
+def memcpy_async(dst: int, dest_max: int, src: int, count: int, kind: int, stream: int, /) -> int:
+    """The source is read when the stream runs the copy: keep it alive until then."""
+
+def memset_async(dev_ptr: int, max_count: int, value: int, count: int, stream: int, /) -> int: ...
+def memcpy_batch(dsts: List[int], dest_maxs: List[int], srcs: List[int], sizes: List[int],
+                 attrs: List[_MemcpyBatchAttrIn], attrs_indexes: List[int], /) -> Tuple[int, int]:
+    """(fail_index, ret); fail_index is 2**64 - 1 (SIZE_MAX) when no entry is named."""
+
+def memcpy_batch_async(dsts: List[int], dest_maxs: List[int], srcs: List[int], sizes: List[int],
+                       attrs: List[_MemcpyBatchAttrIn], attrs_indexes: List[int], stream: int, /) -> Tuple[int, int]:
+    """(fail_index, ret), as memcpy_batch."""
+
+# ---- virtual memory management ----
+
+def reserve_mem_address(size: int, alignment: int, expect_ptr: int, flags: int, /) -> Tuple[int, int]: ...
+def reserve_mem_address_no_uc_memory(size: int, alignment: int, expect_ptr: int, flags: int, /) -> Tuple[int, int]: ...
+def release_mem_address(vir_ptr: int, /) -> int: ...
+def malloc_physical(size: int, prop: _PhysicalMemPropIn, flags: int, /) -> Tuple[int, int]: ...
+def free_physical(handle: int, /) -> int: ...
+def map_mem(vir_ptr: int, size: int, offset: int, handle: int, flags: int, /) -> int: ...
+def mem_map_no_access(vir_ptr: int, size: int, offset: int, handle: int, flags: int, /) -> int: ...
+def unmap_mem(vir_ptr: int, /) -> int: ...
+def mem_get_allocation_granularity(prop: _PhysicalMemPropIn, option: int, /) -> Tuple[int, int]: ...
+def mem_set_access(vir_ptr: int, size: int, desc_list: List[_MemAccessDescIn], /) -> int:
+    """count is len(desc_list)."""
+
+def mem_get_access(vir_ptr: int, location: _MemLocationIn, /) -> Tuple[int, int]:
+    """(aclrtMemAccessFlags value, ret)."""
+
+def pointer_get_attributes(ptr: int, /) -> Tuple[_PtrAttributes, int]: ...
+def mem_retain_allocation_handle(vir_ptr: int, /) -> Tuple[int, int]: ...
+def mem_get_allocation_properties_from_handle(handle: int, /) -> Tuple[_PhysicalMemProp, int]: ...
+def mem_get_address_range(ptr: int, /) -> Tuple[int, int, int]:
+    """(base, size, ret)."""
+
+def mem_map_set_link(handle: int, advice_link: int, /) -> int: ...
+def mem_map_selected_link(vir_ptr_dst: int, size: int, vir_ptr_src: int, link_idx: int, /) -> int: ...
+def mem_p2p_map(dev_ptr: int, size: int, dst_dev_id: int, flags: int, /) -> int: ...
+
+# ---- sharing physical memory ----
+
+def mem_export_to_shareable_handle(handle: int, handle_type: int, flags: int, /) -> Tuple[int, int]: ...
+def mem_set_pid_to_shareable_handle(shareable_handle: int, pid_list: List[int], /) -> int: ...
+def mem_import_from_shareable_handle(shareable_handle: int, device_id: int, /) -> Tuple[int, int]: ...
+def mem_export_to_shareable_handle_v2(handle: int, flags: int, share_type: int, /) -> Tuple[bytes, int]:
+    """8 bytes for DEFAULT (the V1 uint64, little-endian), 128 for FABRIC; b"" on failure."""
+
+def mem_set_pid_to_shareable_handle_v2(shareable_handle: _Bytes, share_type: int, pid_list: List[int], /) -> int:
+    """At most 128 bytes (ValueError otherwise), zero-padded to 128."""
+
+def mem_import_from_shareable_handle_v2(shareable_handle: _Bytes, share_type: int, flags: int, /) -> Tuple[int, int]:
+    """Imports onto the current device."""
+
+# ---- IPC memory by key ----
+
+def ipc_mem_get_export_key(dev_ptr: int, size: int, key_len: int, flags: int, /) -> Tuple[str, int]:
+    """(key, ret); key_len below 1024; "" on failure."""
+
+def ipc_mem_set_import_pid(key: str, pid_list: List[int], /) -> int: ...
+def ipc_mem_import_by_key(key: str, flags: int, /) -> Tuple[int, int]: ...
+def ipc_mem_close(key: str, /) -> int: ...
+def ipc_mem_set_attr(key: str, type: int, attr: int, /) -> int: ...
+def ipc_mem_import_pid_inter_server(key: str, server_pids: List[_ServerPidIn], /) -> int: ...
+
+# ---- host memory registration ----
+
+def host_register(ptr: int, size: int, type: int, /) -> Tuple[int, int]:
+    """(dev_ptr, ret)."""
+
+def host_unregister(ptr: int, /) -> int: ...
+def host_register_v2(ptr: int, size: int, flag: int, /) -> int: ...
+def host_get_device_pointer(host_ptr: int, flag: int, /) -> Tuple[int, int]: ...
+
+# ---- managed memory ----
+
+def mem_alloc_managed(size: int, flag: int, /) -> Tuple[int, int]:
+    """Freed with free()."""
+
+def mem_managed_advise(ptr: int, size: int, advise: int, location: _ManagedLocationIn, /) -> int: ...
+def mem_managed_get_attr(attribute: int, ptr: int, size: int, data_size: int, /) -> Tuple[List[int], int]:
+    """(data_size // 4 int32 values, ret); [] on failure; data_size above 4096 gives 100000."""
+
+def mem_managed_get_attrs(attributes: List[int], ptr: int, size: int,
+                          data_sizes: List[int], /) -> Tuple[List[List[int]], int]:
+    """One list of int32 per attribute; [] on failure."""
+
+def mem_managed_prefetch_async(ptr: int, size: int, location: _ManagedLocationIn, flags: int,
+                               stream: int, /) -> int: ...
+def mem_managed_prefetch_batch_async(ptrs: List[int], sizes: List[int], prefetch_locs: List[_ManagedLocationIn],
+                                     prefetch_loc_idxs: List[int], flags: int, stream: int, /) -> int: ...
