@@ -17,6 +17,7 @@
 
 int main(int argc, char** argv) {
   if (bench::is_exporter(argc, argv)) return bench::run_exporter();
+  if (bench::is_share_peer(argc, argv)) return bench::run_share_peer();
 #ifdef ACLVMM_BENCH_FABRIC
   if (int status = 0; bench::fabric_role(argc, argv, &status)) return status;
 #endif

@@ -98,13 +98,14 @@ bool evaluate(const std::map<std::string, Measured>& r, const Row& row, Cells* c
       c->ratio = number("%.2fx", value);
       break;
     }
-    case Check::kCounterAtMost: {
+    case Check::kCounterAtMost:
+    case Check::kCounterInfo: {
       auto it = row.a.empty() ? r.end() : r.find(row.a[0]);
       if (it == r.end()) return false;
       auto ct = it->second.counters.find(row.counter);
       if (ct == it->second.counters.end()) return false;
       value = ct->second;
-      c->a = number("%.0f B", value);
+      c->a = number("%.4g", value) + (row.unit.empty() ? "" : " " + row.unit);
       c->b = "-";
       c->ratio = "-";
       break;
@@ -124,11 +125,13 @@ bool evaluate(const std::map<std::string, Measured>& r, const Row& row, Cells* c
       break;
     case Check::kInfo:
     case Check::kScalingInfo:
+    case Check::kCounterInfo:
       *pass = true;
       c->target = "-";
       break;
   }
-  const bool info = row.check == Check::kInfo || row.check == Check::kScalingInfo;
+  const bool info = row.check == Check::kInfo || row.check == Check::kScalingInfo ||
+                    row.check == Check::kCounterInfo;
   c->result = info ? "info" : (*pass ? "pass" : "FAIL");
   return true;
 }

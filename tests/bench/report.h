@@ -32,6 +32,7 @@ enum class Check {
   kSpeedupAtLeast,  // ips(a@N) / ips(a@1) >= target
   kGrowthAtMost,    // time(a at large n) / time(a at small n) <= target
   kCounterAtMost,   // counter of a <= target
+  kCounterInfo,     // counter of a, no target
   kInfo,            // time(a) / time(b), no target
   kScalingInfo,     // as kScalingAtLeast, no target
 };
@@ -42,7 +43,8 @@ struct Row {
   std::vector<std::string> a;  // aclvmm benchmark names (times are summed)
   std::vector<std::string> b;  // baseline names; for scaling rows {a@1, a@N, b@1, b@N} in a/b
   double target = 0;
-  std::string counter = {};    // kCounterAtMost
+  std::string counter = {};  // kCounterAtMost, kCounterInfo
+  std::string unit = {};     // printed after the counter's value
 };
 
 // The rows of the targets, in the order the table prints them.

@@ -57,6 +57,53 @@ std::vector<Row> target_rows() {
                   {"Acl_Export/manual_time", "Acl_Import"}, {n("Raw_ScmRightsRoundTrip", 0)}, 3.0});
   rows.push_back({"  vs connect + SCM_RIGHTS round trip", Check::kInfo,
                   {"Acl_Export/manual_time", "Acl_Import"}, {n("Raw_ScmRightsRoundTrip", 1)}, 0});
+  // Issue 19: sharing on the cold paths (bench_share_cold.cpp), against a memfd passed with
+  // SCM_RIGHTS plus a one-byte reply between the same two processes.
+  const std::string among = "Acl_ImportAmongLiveExports/";
+  const std::string it = "/iterations:2000";
+  rows.push_back({"fresh export -> import (other process)", Check::kRatioAtMost,
+                  {"Acl_FreshExportImport/manual_time"}, {"Raw_FdPassReply"}, 3.0});
+  rows.push_back({"import with 10 000 live exports", Check::kRatioAtMost, {among + "10000" + it},
+                  {"Raw_FdPassReply"}, 3.0});
+  rows.push_back({"  import with 1 / 1 000 live exports", Check::kInfo,
+                  {among + "1" + it}, {among + "1000" + it}, 0});
+  rows.push_back({"descriptors per live export (10 000)", Check::kCounterAtMost,
+                  {among + "10000" + it}, {}, 0.01, "fds_per_export"});
+  rows.push_back({"  descriptors per live export (1 000)", Check::kCounterAtMost,
+                  {among + "1000" + it}, {}, 0.01, "fds_per_export"});
+  rows.push_back({"idle exporter, 10 000 exports: wake-ups per second", Check::kCounterAtMost,
+                  {"Acl_IdleExporterWakeups/10000/iterations:1"}, {}, 0, "wakeups_per_second"});
+  rows.push_back({"  idle exporter, 1 000 exports", Check::kCounterAtMost,
+                  {"Acl_IdleExporterWakeups/1000/iterations:1"}, {}, 0, "wakeups_per_second"});
+  const std::string many = "Acl_ManyImporters/64/1000/iterations:1";
+  rows.push_back({"64 importers x 1 000 exports: import p99", Check::kCounterAtMost, {many}, {},
+                  1000, "p99_us", "us"});
+  rows.push_back({"  import p50", Check::kCounterInfo, {many}, {}, 0, "p50_us", "us"});
+  // Sleep/wake, small copies, managed memory, accounting (bench_sleep_wake.cpp,
+  // bench_cold_paths.cpp).
+  rows.push_back({"sleep/wake of device memory vs memcpy out and back", Check::kRatioAtMost,
+                  {"Acl_SleepWake/iterations:1"}, {"Raw_SleepWakeMemcpy/iterations:1"}, 1.25});
+  rows.push_back({"  the same cycle on raw memfds (fresh pages)", Check::kInfo,
+                  {"Raw_MemfdSleepWake/iterations:1"}, {"Raw_SleepWakeMemcpy/iterations:1"}, 0});
+  rows.push_back({"  size of the cycle", Check::kCounterInfo, {"Acl_SleepWake/iterations:1"}, {}, 0,
+                  "gib", "GiB"});
+  rows.push_back({"4 KiB H2D copy vs memcpy + one system call", Check::kRatioAtMost,
+                  {n("Acl_Memcpy", k4K) + "/1"}, {n("Raw_MemcpySyscall", k4K)}, 2.0});
+  rows.push_back({"4 KiB D2H copy vs memcpy + one system call", Check::kRatioAtMost,
+                  {n("Acl_Memcpy", k4K) + "/2"}, {n("Raw_MemcpySyscall", k4K)}, 2.0});
+  rows.push_back({"managed: CPU fault on a device-resident 2 MiB page", Check::kRatioAtMost,
+                  {"Acl_ManagedCpuFault/manual_time"}, {"Raw_UffdMinorFault/manual_time"}, 2.0});
+  rows.push_back({"managed: prefetch 1 GiB there and back vs memcpy", Check::kRatioAtMost,
+                  {"Acl_ManagedPrefetch1G"}, {"Raw_Memcpy1G"}, 1.25});
+  rows.push_back({"aclrtGetMemInfo 2 threads vs 1", Check::kSpeedupAtLeast,
+                  {"Acl_GetMemInfoThreads/real_time/threads:1",
+                   "Acl_GetMemInfoThreads/real_time/threads:2"}, {}, 1.7});
+  rows.push_back({"  map + unmap + aclrtGetMemInfo 2 threads vs 1", Check::kSpeedupAtLeast,
+                  {"Acl_GetMemInfoWhileMapping/real_time/threads:1",
+                   "Acl_GetMemInfoWhileMapping/real_time/threads:2"}, {}, 0});
+  rows.push_back({"  map + unmap + aclrtGetMemInfo 8 threads vs 1", Check::kSpeedupAtLeast,
+                  {"Acl_GetMemInfoWhileMapping/real_time/threads:1",
+                   "Acl_GetMemInfoWhileMapping/real_time/threads:8"}, {}, 0});
   rows.push_back({"managed: CPU fault migration per 2 MiB page", Check::kInfo,
                   {"Acl_ManagedHostFaultPerPage/manual_time"}, {n("Raw_Memcpy", k2M)}, 0});
   rows.push_back({"managed: prefetch 64 MiB there and back", Check::kInfo,
@@ -81,7 +128,7 @@ std::vector<Row> target_rows() {
                   {"Raw_MapLookupThreads/real_time/threads:1", "Raw_MapLookupThreads/real_time/threads:2"},
                   {}, 0});
   rows.push_back({"metadata per mapping", Check::kCounterAtMost,
-                  {"Acl_MetadataPerMapping/iterations:1"}, {}, 256, "bytes_per_mapping"});
+                  {"Acl_MetadataPerMapping/iterations:1"}, {}, 256, "bytes_per_mapping", "B"});
   // Memory of another server (docs/fabric.md): aclvmm's copies against raw libfabric RMA of the
   // same size between the same two namespaces. Target: at least 0.8 of the raw bandwidth.
   const std::string m = "/manual_time";

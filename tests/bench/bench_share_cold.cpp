@@ -1,0 +1,426 @@
+// Sharing on the paths applications hit cold (issue 19): a fresh export imported at once by
+// another process, an import while the exporter holds many live exports, the descriptors an
+// export costs, and what an idle exporter costs.
+//
+// Both processes are real: this binary, and a peer started from it with --bench-share-peer that
+// imports what it is told to. The baseline runs between the same two processes: a memfd passed
+// with SCM_RIGHTS and a one-byte reply, the two wake-ups an import cannot do without.
+#include <dirent.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "aclvmm/aclvmm.h"
+#include "bench_share.h"
+#include "bench_util.h"
+
+namespace bench {
+namespace {
+
+constexpr char kPeerFlag[] = "--bench-share-peer";
+constexpr int kRawFd = 3;  // the peer's end of the raw baseline's socket pair
+
+// Commands to the peer (stdin), 9 bytes: a letter and a token.
+enum Command : char { kImport = 'i', kRaw = 'r', kBatch = 'b', kQuit = 'q' };
+
+bool write_all(int fd, const void* p, size_t n) {
+  const char* c = static_cast<const char*>(p);
+  while (n > 0) {
+    ssize_t w = write(fd, c, n);
+    if (w <= 0) return false;
+    c += w;
+    n -= static_cast<size_t>(w);
+  }
+  return true;
+}
+
+bool read_all(int fd, void* p, size_t n) {
+  char* c = static_cast<char*>(p);
+  while (n > 0) {
+    ssize_t r = read(fd, c, n);
+    if (r <= 0) return false;
+    c += r;
+    n -= static_cast<size_t>(r);
+  }
+  return true;
+}
+
+// One byte, with a descriptor when fd >= 0.
+bool send_byte(int sock, char byte, int fd) {
+  iovec iov{&byte, 1};
+  alignas(cmsghdr) char ctrl[CMSG_SPACE(sizeof(int))] = {};
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  if (fd >= 0) {
+    msg.msg_control = ctrl;
+    msg.msg_controllen = sizeof ctrl;
+    cmsghdr* c = CMSG_FIRSTHDR(&msg);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof(int));
+    std::memcpy(CMSG_DATA(c), &fd, sizeof fd);
+  }
+  return sendmsg(sock, &msg, MSG_NOSIGNAL) == 1;
+}
+
+// The byte received; *fd the descriptor that came with it, or -1.
+bool recv_byte(int sock, char* byte, int* fd) {
+  iovec iov{byte, 1};
+  alignas(cmsghdr) char ctrl[CMSG_SPACE(sizeof(int))] = {};
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = ctrl;
+  msg.msg_controllen = sizeof ctrl;
+  *fd = -1;
+  if (recvmsg(sock, &msg, MSG_CMSG_CLOEXEC) != 1) return false;
+  if (cmsghdr* c = CMSG_FIRSTHDR(&msg); c && c->cmsg_type == SCM_RIGHTS) {
+    std::memcpy(fd, CMSG_DATA(c), sizeof *fd);
+  }
+  return true;
+}
+
+// The importing process, driven one command at a time.
+class Peer {
+ public:
+  bool start() {
+    int cmd[2], reply[2], raw[2];
+    if (pipe2(cmd, O_CLOEXEC) != 0 || pipe2(reply, O_CLOEXEC) != 0 ||
+        socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, raw) != 0) {
+      return false;
+    }
+    pid_ = fork();
+    if (pid_ == 0) {
+      dup2(cmd[0], STDIN_FILENO);
+      dup2(reply[1], STDOUT_FILENO);
+      dup2(raw[1], kRawFd);
+      execl("/proc/self/exe", "aclvmm_bench", kPeerFlag, static_cast<char*>(nullptr));
+      _exit(127);
+    }
+    close(cmd[0]);
+    close(reply[1]);
+    close(raw[1]);
+    to_ = cmd[1];
+    from_ = reply[0];
+    raw_ = raw[0];
+    return pid_ > 0 && read_all(from_, &tgid_, sizeof tgid_);
+  }
+
+  ~Peer() {
+    if (pid_ > 0) {
+      send(kQuit, 0);
+      close(to_);
+      close(from_);
+      close(raw_);
+      waitpid(pid_, nullptr, 0);
+    }
+  }
+
+  int32_t tgid() const { return tgid_; }
+
+  // The peer imports `token` onto device 0 and frees the handle; its aclError.
+  aclError import(uint64_t token) {
+    int32_t rc = -1;
+    return send(kImport, token) && read_all(from_, &rc, sizeof rc) ? rc : -1;
+  }
+
+  // The peer imports (and frees) each of `tokens` in turn; start_batch sends them, finish_batch
+  // collects the nanoseconds each import took (empty when one failed).
+  bool start_batch(const std::vector<uint64_t>& tokens) {
+    const uint32_t n = static_cast<uint32_t>(tokens.size());
+    return send(kBatch, n) && write_all(to_, tokens.data(), n * sizeof(uint64_t));
+  }
+  std::vector<uint32_t> finish_batch(size_t n) {
+    std::vector<uint32_t> ns(n);
+    int32_t rc = -1;
+    if (!read_all(from_, &rc, sizeof rc) || rc != ACL_SUCCESS ||
+        !read_all(from_, ns.data(), n * sizeof(uint32_t))) {
+      ns.clear();
+    }
+    return ns;
+  }
+
+  // The raw baseline: switch the peer to its socket loop, then one descriptor and reply per call.
+  bool enter_raw() { return send(kRaw, 0); }
+  bool raw_round_trip(int mem) {
+    char b = 0;
+    int fd = -1;
+    return send_byte(raw_, 1, mem) && recv_byte(raw_, &b, &fd) && b == 2;
+  }
+  bool leave_raw() { return send_byte(raw_, 0, -1); }
+
+ private:
+  bool send(char command, uint64_t token) {
+    char msg[9];
+    msg[0] = command;
+    std::memcpy(msg + 1, &token, sizeof token);
+    return write_all(to_, msg, sizeof msg);
+  }
+
+  pid_t pid_ = -1;
+  int to_ = -1, from_ = -1, raw_ = -1;
+  int32_t tgid_ = 0;
+};
+
+aclError export_for(aclrtDrvMemHandle h, int32_t tgid, uint64_t* token) {
+  aclError rc = aclrtMemExportToShareableHandle(h, ACL_MEM_HANDLE_TYPE_NONE, 0, token);
+  return rc != ACL_SUCCESS ? rc : aclrtMemSetPidToShareableHandle(*token, &tgid, 1);
+}
+
+// A memfd passed to the peer, which closes it and answers: the floor of any import.
+void Raw_FdPassReply(benchmark::State& state) {
+  Peer peer;
+  int mem = memfd_create("bench", MFD_CLOEXEC);
+  if (mem < 0 || ftruncate(mem, k2M) != 0 || !peer.start() || !peer.enter_raw()) {
+    state.SkipWithError("peer or memfd");
+    if (mem >= 0) close(mem);
+    return;
+  }
+  for (auto _ : state) {
+    if (!peer.raw_round_trip(mem)) {
+      state.SkipWithError("raw round trip");
+      break;
+    }
+  }
+  peer.leave_raw();
+  close(mem);
+}
+BENCHMARK(Raw_FdPassReply);
+
+// A new handle exported (whitelisting the peer) and imported by the peer at once, each iteration:
+// the time from the export call to the peer's answer (the allocation and free are not timed).
+void Acl_FreshExportImport(benchmark::State& state) {
+  Peer peer;
+  if (!peer.start()) {
+    state.SkipWithError("peer");
+    return;
+  }
+  aclrtPhysicalMemProp p = device_prop();
+  for (auto _ : state) {
+    aclrtDrvMemHandle h = nullptr;
+    if (!ok(state, aclrtMallocPhysical(&h, k2M, &p, 0), "aclrtMallocPhysical")) break;
+    uint64_t token = 0;
+    const auto t0 = std::chrono::steady_clock::now();
+    aclError rc = export_for(h, peer.tgid(), &token);
+    if (rc == ACL_SUCCESS) rc = peer.import(token);
+    const auto t1 = std::chrono::steady_clock::now();
+    aclrtFreePhysical(h);
+    if (!ok(state, rc, "export + import")) break;
+    state.SetIterationTime(std::chrono::duration<double>(t1 - t0).count());
+  }
+}
+BENCHMARK(Acl_FreshExportImport)->UseManualTime();
+
+// Live exports of this process, made once and kept until the benchmark binary ends the runtime.
+struct LiveExports {
+  std::vector<aclrtDrvMemHandle> handles;
+  std::vector<uint64_t> tokens;
+  int32_t tgid = 0;
+  size_t fds_before = 0, fds_after = 0;
+};
+
+size_t open_descriptors() {
+  size_t n = 0;
+  if (DIR* d = opendir("/proc/self/fd")) {
+    while (readdir(d) != nullptr) ++n;
+    closedir(d);
+  }
+  return n;
+}
+
+// `count` exports whitelisting `tgid`; the descriptor limit raised to the hard limit first, since
+// today each export holds descriptors (the row "descriptors per live export" shows how many).
+bool make_exports(LiveExports* live, size_t count, int32_t tgid, benchmark::State& state) {
+  rlimit lim{};
+  if (getrlimit(RLIMIT_NOFILE, &lim) == 0 && lim.rlim_cur < lim.rlim_max) {
+    lim.rlim_cur = lim.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &lim);
+  }
+  aclrtPhysicalMemProp p = device_prop();
+  live->tgid = tgid;
+  live->fds_before = open_descriptors();
+  for (size_t i = 0; i < count; ++i) {
+    aclrtDrvMemHandle h = nullptr;
+    uint64_t token = 0;
+    if (!ok(state, aclrtMallocPhysical(&h, k2M, &p, 0), "aclrtMallocPhysical")) return false;
+    live->handles.push_back(h);
+    if (!ok(state, export_for(h, tgid, &token), "export")) return false;
+    live->tokens.push_back(token);
+  }
+  live->fds_after = open_descriptors();
+  return true;
+}
+
+void free_exports(LiveExports* live) {
+  for (aclrtDrvMemHandle h : live->handles) aclrtFreePhysical(h);
+  live->handles.clear();
+  live->tokens.clear();
+}
+
+// Imports by the peer while this process holds state.range(0) live exports (one of them each
+// time, in turn); also reports the descriptors each export holds.
+void Acl_ImportAmongLiveExports(benchmark::State& state) {
+  Peer peer;
+  if (!peer.start()) {
+    state.SkipWithError("peer");
+    return;
+  }
+  LiveExports live;
+  if (make_exports(&live, static_cast<size_t>(state.range(0)), peer.tgid(), state)) {
+    size_t i = 0;
+    for (auto _ : state) {
+      if (!ok(state, peer.import(live.tokens[i]), "import")) break;
+      i = (i + 1) % live.tokens.size();
+    }
+    state.counters["fds_per_export"] =
+        static_cast<double>(live.fds_after - live.fds_before) / static_cast<double>(state.range(0));
+  }
+  free_exports(&live);
+}
+BENCHMARK(Acl_ImportAmongLiveExports)->Arg(1)->Arg(1000)->Arg(10000)->Iterations(2000);
+
+// An exporter with state.range(0) live exports and nothing to do: the listener's wake-ups in one
+// second (ipc.listener_wakeups of the statistics), which should be none.
+uint64_t listener_wakeups() {
+  const char* json = aclvmmStatsJson();
+  const char* key = json ? std::strstr(json, "\"listener_wakeups\": ") : nullptr;
+  return key ? std::strtoull(key + std::strlen("\"listener_wakeups\": "), nullptr, 10) : 0;
+}
+
+void Acl_IdleExporterWakeups(benchmark::State& state) {
+  LiveExports live;
+  if (!make_exports(&live, static_cast<size_t>(state.range(0)), static_cast<int32_t>(getpid()),
+                    state)) {
+    free_exports(&live);
+    return;
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // what the exports set off settles
+  double per_second = 0;
+  for (auto _ : state) {
+    const uint64_t before = listener_wakeups();
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+    per_second = static_cast<double>(listener_wakeups() - before);
+  }
+  state.counters["wakeups_per_second"] = per_second;
+  free_exports(&live);
+}
+BENCHMARK(Acl_IdleExporterWakeups)->Arg(1000)->Arg(10000)->Iterations(1);
+
+// 64 importing processes at once, each importing every one of 1 000 live exports of this process
+// (whitelisting all of them): the distribution of one import's time, as the importers measure it.
+// The smoke run uses 4 importers and 50 exports.
+void Acl_ManyImporters(benchmark::State& state) {
+  // The smoke run: 4 importers of 50 exports, under the same name.
+  const size_t importers = smoke() ? 4 : static_cast<size_t>(state.range(0));
+  const size_t exports = smoke() ? 50 : static_cast<size_t>(state.range(1));
+  std::vector<std::unique_ptr<Peer>> peers;
+  std::vector<int32_t> tgids;
+  for (size_t i = 0; i < importers; ++i) {
+    peers.push_back(std::make_unique<Peer>());
+    if (!peers.back()->start()) {
+      state.SkipWithError("peer");
+      return;
+    }
+    tgids.push_back(peers.back()->tgid());
+  }
+  LiveExports live;
+  bool made = make_exports(&live, exports, tgids[0], state);
+  for (size_t i = 0; made && i < live.tokens.size(); ++i) {
+    made = ok(state, aclrtMemSetPidToShareableHandle(live.tokens[i], tgids.data(), tgids.size()),
+              "aclrtMemSetPidToShareableHandle");
+  }
+  std::vector<uint32_t> all;
+  for (auto _ : state) {
+    if (!made) break;
+    for (auto& peer : peers) peer->start_batch(live.tokens);
+    for (auto& peer : peers) {
+      std::vector<uint32_t> ns = peer->finish_batch(live.tokens.size());
+      if (ns.empty()) {
+        state.SkipWithError("an import failed");
+        made = false;
+        break;
+      }
+      all.insert(all.end(), ns.begin(), ns.end());
+    }
+  }
+  if (made && !all.empty()) {
+    std::sort(all.begin(), all.end());
+    state.counters["p50_us"] = all[all.size() / 2] / 1e3;
+    state.counters["p99_us"] = all[all.size() * 99 / 100] / 1e3;
+  }
+  peers.clear();  // the peers end before the exports do
+  free_exports(&live);
+}
+BENCHMARK(Acl_ManyImporters)->Args({64, 1000})->Iterations(1)->Unit(benchmark::kMillisecond);
+
+}  // namespace
+
+bool is_share_peer(int argc, char** argv) {
+  return argc > 1 && std::strcmp(argv[1], kPeerFlag) == 0;
+}
+
+// The peer: reports its bare tgid, then serves commands until told to quit or its stdin ends.
+int run_share_peer() {
+  int32_t tgid = 0;
+  if (aclInit(nullptr) != ACL_SUCCESS || aclrtSetDevice(0) != ACL_SUCCESS ||
+      aclrtDeviceGetBareTgid(&tgid) != ACL_SUCCESS ||
+      !write_all(STDOUT_FILENO, &tgid, sizeof tgid)) {
+    return 1;
+  }
+  char msg[9];
+  while (read_all(STDIN_FILENO, msg, sizeof msg) && msg[0] != kQuit) {
+    if (msg[0] == kImport) {
+      uint64_t token = 0;
+      std::memcpy(&token, msg + 1, sizeof token);
+      aclrtDrvMemHandle h = nullptr;
+      int32_t rc = aclrtMemImportFromShareableHandle(token, 0, &h);
+      if (rc == ACL_SUCCESS) aclrtFreePhysical(h);
+      if (!write_all(STDOUT_FILENO, &rc, sizeof rc)) break;
+    } else if (msg[0] == kBatch) {
+      uint64_t n = 0;
+      std::memcpy(&n, msg + 1, sizeof n);
+      std::vector<uint64_t> tokens(n);
+      std::vector<uint32_t> ns(n);
+      if (!read_all(STDIN_FILENO, tokens.data(), n * sizeof(uint64_t))) break;
+      int32_t rc = ACL_SUCCESS;
+      for (size_t i = 0; i < n && rc == ACL_SUCCESS; ++i) {
+        aclrtDrvMemHandle h = nullptr;
+        const auto t0 = std::chrono::steady_clock::now();
+        rc = aclrtMemImportFromShareableHandle(tokens[i], 0, &h);
+        const auto t1 = std::chrono::steady_clock::now();
+        if (rc == ACL_SUCCESS) aclrtFreePhysical(h);
+        ns[i] = static_cast<uint32_t>(
+            std::chrono::duration_cast<std::chrono::nanoseconds>(t1 - t0).count());
+      }
+      if (!write_all(STDOUT_FILENO, &rc, sizeof rc) ||
+          (rc == ACL_SUCCESS && !write_all(STDOUT_FILENO, ns.data(), n * sizeof(uint32_t)))) {
+        break;
+      }
+    } else if (msg[0] == kRaw) {
+      char b = 0;
+      int fd = -1;
+      while (recv_byte(kRawFd, &b, &fd) && b == 1) {
+        if (fd >= 0) close(fd);
+        if (!send_byte(kRawFd, 2, -1)) break;
+      }
+    }
+  }
+  aclrtResetDevice(0);
+  aclFinalize();
+  return 0;
+}
+
+}  // namespace bench
