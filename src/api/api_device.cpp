@@ -234,9 +234,12 @@ aclError aclrtGetMemInfo(aclrtMemAttr attr, size_t* free, size_t* total) {
       return ACL_SUCCESS;
     }
     default: {
-      auto pool = rt.pool(*dev);
-      *total = pool->total();
-      *free = pool->total() - pool->used();
+      uint64_t pool_total = 0, pool_free = 0;
+      if (!rt.pool_space(*dev, &pool_total, &pool_free)) {
+        return api::fail(api, ACL_ERROR_RT_CONTEXT_NULL, "the runtime has no device pools");
+      }
+      *total = pool_total;
+      *free = pool_free;
       return ACL_SUCCESS;
     }
   }

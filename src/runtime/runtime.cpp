@@ -210,6 +210,8 @@ Status Runtime::start_locked() {
   }
   ACLVMM_ASSIGN_OR_RETURN(const Config* published, config_.publish(std::move(cfg)));
   beside_vendor_.store(beside_vendor, std::memory_order_release);
+  driver_reports_machine_.store(device_->capabilities().driver_reports_machine,
+                                std::memory_order_release);
   // The vendor opens the devices, and until it has the driver itself answers the VMM calls with
   // its own "no device opened" code (hal.md §2): the core adds no check of its own.
   if (beside_vendor) set_svm_ready(true);
@@ -371,6 +373,7 @@ void Runtime::teardown_locked(std::unique_lock<LifetimeMutex>& lock, const char*
   SmiPublisher::get().deactivate();
   set_svm_ready(false);
   beside_vendor_.store(false, std::memory_order_release);
+  driver_reports_machine_.store(false, std::memory_order_release);
   handle_aliases_.clear();
   init_refs_ = 0;
   init_config_.clear();
@@ -399,13 +402,22 @@ int Runtime::user_device(int physical_id) const {
 }
 
 std::shared_ptr<MemoryPool> Runtime::pool(int physical_id) const {
-  std::lock_guard lock(pools_mu_);
+  std::shared_lock lock(pools_mu_);
   if (physical_id < 0 || physical_id >= static_cast<int>(pools_.size())) return nullptr;
   return pools_[physical_id];
 }
 
+bool Runtime::pool_space(int physical_id, uint64_t* total, uint64_t* free) const {
+  std::shared_lock lock(pools_mu_);
+  if (physical_id < 0 || physical_id >= static_cast<int>(pools_.size())) return false;
+  const MemoryPool& pool = *pools_[physical_id];
+  *total = pool.total();
+  *free = pool.total() - pool.used();
+  return true;
+}
+
 std::shared_ptr<MemoryPool> Runtime::host_pool() const {
-  std::lock_guard lock(pools_mu_);
+  std::shared_lock lock(pools_mu_);
   return host_pool_;
 }
 
@@ -563,6 +575,7 @@ StatusOr<uint64_t> Runtime::create_context_locked(int physical_device, bool prim
 
 bool Runtime::driver_memory_info(int physical_device, int attr, size_t* free, size_t* total,
                                  Status* error) const {
+  if (!driver_reports_machine()) return false;  // no shared_ptr copy on the software backends
   const std::shared_ptr<dev::DeviceBackend> backend = device_;
   if (!backend || !backend->capabilities().driver_reports_machine) return false;
   // hal.md §3.10: which MEM_INFO_TYPE an aclrtMemAttr asks for, and which fields answer it.

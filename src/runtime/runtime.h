@@ -23,6 +23,7 @@
 
 #include "base/handle_table.h"
 #include "base/lock_rank.h"
+#include "base/read_mostly_mutex.h"
 #include "base/status.h"
 #include "drivers/device_backend.h"
 #include "runtime/config.h"
@@ -82,6 +83,11 @@ class Runtime final : public RuntimeServices {
   // the type and fields of hal.md §3.10); false when the started backend is a software one.
   bool driver_memory_info(int physical_device, int attr, size_t* free, size_t* total,
                           Status* error) const;
+  // Whether the started backend reports the machine (Capabilities::driver_reports_machine), kept
+  // from the start so that software backends' callers copy no shared_ptr to find out.
+  bool driver_reports_machine() const {
+    return driver_reports_machine_.load(std::memory_order_acquire);
+  }
   // The bare tgid as a driver that reports the machine (hal) gives it (drvDeviceGetBareTgid,
   // hal.md §3.10); false when the started backend is a software one or none is started.
   bool driver_bare_tgid(int32_t* out) const {
@@ -116,6 +122,10 @@ class Runtime final : public RuntimeServices {
   int user_device(int physical_id) const override;
   int server_id() const override { return config().server_id; }
   std::shared_ptr<MemoryPool> pool(int physical_id) const override;
+  // A device pool's total and free bytes (aclrtGetMemInfo): read under the pools' shared lock,
+  // without copying the pool's shared_ptr, so that callers on many threads write no common cache
+  // line. false when the device has no pool (no runtime started).
+  bool pool_space(int physical_id, uint64_t* total, uint64_t* free) const;
   bool host_numa() const override { return config().host_numa; }
   int device_count() const override { return config().device_count; }
   // Host memory handed out as physical or pinned memory, bounded by the machine's memory.
@@ -205,6 +215,7 @@ class Runtime final : public RuntimeServices {
   mutable LifetimeMutex mu_;
   std::atomic<bool> started_{false};
   std::atomic<bool> beside_vendor_{false};  // this start's backend shares the driver (hal.md §6)
+  std::atomic<bool> driver_reports_machine_{false};  // this start's backend reports the machine
   bool tearing_down_ = false;  // under mu_ (which a teardown releases while it joins streams)
   int init_refs_ = 0;
   std::string init_config_;
@@ -213,8 +224,10 @@ class Runtime final : public RuntimeServices {
   std::shared_ptr<dev::DeviceBackend> device_;
   std::vector<Device> devices_;
   // Capacity pools are read by stream workers and the fault thread, which teardown joins while
-  // holding mu_: they have their own lock so that join cannot deadlock.
-  mutable RankedMutex<LockRank::kDevicePools> pools_mu_;
+  // holding mu_: they have their own lock so that join cannot deadlock. Read on every allocation
+  // and aclrtGetMemInfo and written only at start and teardown: a ReadMostlyMutex, so readers on
+  // different threads do not contend.
+  mutable RankedReadMostlyMutex<LockRank::kDevicePools> pools_mu_;
   // Guards the assignments of device_ against the fork prepare handler's copy of it (kDeviceHandle).
   RankedMutex<LockRank::kDeviceHandle> device_mu_;
   std::vector<std::shared_ptr<MemoryPool>> pools_;
