@@ -15,6 +15,7 @@
 #include <chrono>
 #include <cstring>
 
+#include "bench_fd.h"
 #include "bench_share.h"
 #include "bench_util.h"
 
@@ -25,40 +26,11 @@ constexpr char kExporterFlag[] = "--bench-exporter";
 
 // ---- raw descriptor passing ------------------------------------------------------------------
 
-// One byte of payload with room for one descriptor: the message both directions use.
-struct FdMessage {
-  char byte = 0;
-  iovec iov{&byte, 1};
-  alignas(cmsghdr) char ctrl[CMSG_SPACE(sizeof(int))] = {};
-  msghdr msg{};
-  FdMessage() {
-    msg.msg_iov = &iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = ctrl;
-    msg.msg_controllen = sizeof ctrl;
-  }
-  FdMessage(const FdMessage&) = delete;
-  FdMessage& operator=(const FdMessage&) = delete;
-};
-
-int send_fd(int sock, int fd) {
-  FdMessage m;
-  cmsghdr* c = CMSG_FIRSTHDR(&m.msg);
-  c->cmsg_level = SOL_SOCKET;
-  c->cmsg_type = SCM_RIGHTS;
-  c->cmsg_len = CMSG_LEN(sizeof(int));
-  std::memcpy(CMSG_DATA(c), &fd, sizeof fd);
-  return sendmsg(sock, &m.msg, MSG_NOSIGNAL) == 1 ? 0 : -1;
-}
-
+// The descriptor a one-byte message brought, or -1.
 int recv_fd(int sock) {
-  FdMessage m;
-  if (recvmsg(sock, &m.msg, MSG_CMSG_CLOEXEC) != 1) return -1;
-  cmsghdr* c = CMSG_FIRSTHDR(&m.msg);
-  if (!c || c->cmsg_type != SCM_RIGHTS) return -1;
-  int fd;
-  std::memcpy(&fd, CMSG_DATA(c), sizeof fd);
-  return fd;
+  char b = 0;
+  int fd = -1;
+  return recv_byte(sock, &b, &fd) ? fd : -1;
 }
 
 // A forked server that answers every one-byte request with a memfd: over one connection, or
@@ -88,10 +60,10 @@ struct RawServer {
       if (pids[i] != 0) continue;
       char b;
       if (i == 0) {
-        while (recv(pair[1], &b, 1, 0) == 1) send_fd(pair[1], mem);
+        while (recv(pair[1], &b, 1, 0) == 1) send_byte(pair[1], 0, mem);
       } else {
         for (int c; (c = accept4(listener, nullptr, nullptr, SOCK_CLOEXEC)) >= 0; close(c)) {
-          if (recv(c, &b, 1, 0) == 1) send_fd(c, mem);
+          if (recv(c, &b, 1, 0) == 1) send_byte(c, 0, mem);
         }
       }
       _exit(0);
