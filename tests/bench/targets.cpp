@@ -60,7 +60,7 @@ std::vector<Row> target_rows() {
   // Issue 19: sharing on the cold paths (bench_share_cold.cpp), against a memfd passed with
   // SCM_RIGHTS plus a one-byte reply between the same two processes.
   const std::string among = "Acl_ImportAmongLiveExports/";
-  const std::string it = "/iterations:2000";
+  const std::string it = "/iterations:2000/manual_time";
   rows.push_back({"fresh export -> import (other process)", Check::kRatioAtMost,
                   {"Acl_FreshExportImport/manual_time"}, {"Raw_FdPassReply"}, 3.0});
   rows.push_back({"import with 10 000 live exports", Check::kRatioAtMost, {among + "10000" + it},

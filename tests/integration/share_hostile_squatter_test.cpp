@@ -4,6 +4,7 @@
 // gives 107017 (behavior.md §7: unknown or released) without sending it anything; set-pid's probe
 // does the same. The squatter's bytes never reach the importer.
 #include <random>
+#include <set>
 
 #include "api/hostile_util.h"
 #include "integration/share_peer/hostile_child.h"
@@ -22,7 +23,9 @@ constexpr unsigned kSquatterSeed = 99;
 // holds the names, and when stopped what it saw: connections accepted, requests received.
 int squat(const std::vector<uint32_t>& ids, int stop, int report) {
   std::vector<pollfd> fds{{stop, POLLIN, 0}};
+  std::set<uint32_t> bound;  // ids of one group share an endpoint
   for (uint32_t id : ids) {
+    if (!bound.insert(endpoint_id_of(id)).second) continue;
     const int s = bind_endpoint_id(id);
     if (s < 0) return 91;
     fds.push_back({s, POLLIN, 0});

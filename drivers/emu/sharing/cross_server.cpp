@@ -47,7 +47,9 @@ bool EmuSharing::relay(const fabric::wire::Request& req, int conn) {
   const uint32_t share_id = share::TokenFields::unpack(req.token).share_id;
   int fd = -1;
   share::PeerInfo server;
-  if (transport_.connect(share_id, kRelayConnectMs, &fd, &server) != 0) return false;
+  if (transport_.connect(share::endpoint_of(share_id), kRelayConnectMs, &fd, &server) != 0) {
+    return false;
+  }
   if (!served_by_exporter(fd, server, share_id)) {
     (void)refuse_impostor(fd, server, "a FABRIC export's endpoint");
     return false;

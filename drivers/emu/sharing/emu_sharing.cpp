@@ -4,6 +4,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <new>
 #include <system_error>
@@ -48,7 +49,7 @@ uint32_t EmuSharing::user_id(DeviceIndex device) const {
   return static_cast<uint32_t>(device);
 }
 
-int EmuSharing::bind_endpoint_locked(Export* e) {
+int EmuSharing::take_share_id_locked(uint32_t* out) {
   const pid_t me = getpid();
   if (!serial_seeded_) {
     // A random start makes a released token unlikely to come back soon, in this process or in
@@ -56,16 +57,82 @@ int EmuSharing::bind_endpoint_locked(Export* e) {
     next_serial_ = transport_.random_u32();
     serial_seeded_ = true;
   }
-  int rc = -EADDRINUSE;
-  for (uint32_t tried = 0; tried < share::kSerials && rc == -EADDRINUSE; ++tried) {
-    const uint32_t id = share::make_share_id(static_cast<uint32_t>(me), next_serial_++);
-    // The kernel refuses a name another live endpoint holds: a retired endpoint of ours not yet
-    // closed, or a process of another pid namespace whose pid has the same low bits.
+  for (uint32_t tried = 0; tried < share::kSerials;) {
+    const uint32_t serial = next_serial_++;
+    ++tried;
+    const uint32_t id = share::make_share_id(static_cast<uint32_t>(me), serial);
     if (id == 0 || exports_.count(id)) continue;
-    rc = transport_.listen(id, &e->listen_fd);
-    if (rc == 0) e->share_id = id;
+    const uint32_t group = share::endpoint_of(id);
+    auto ep = endpoints_.find(group);
+    if (ep == endpoints_.end()) {
+      int fd = -1;
+      const int rc = transport_.listen(group, &fd);
+      if (rc == -EADDRINUSE) {
+        // Held by another process (a pid of another namespace with the same low bits, or anyone
+        // who bound the free name), or by a retired endpoint of ours the listener has not closed
+        // yet: the whole group is somebody else's; go on with the next.
+        const uint32_t skipped = share::kGroupSize - 1 - serial % share::kGroupSize;
+        next_serial_ += skipped;
+        tried += skipped;
+        continue;
+      }
+      if (rc != 0) return rc;
+      try {
+        ep = endpoints_.emplace(group, Endpoint{fd, 0}).first;
+      } catch (const std::bad_alloc&) {
+        transport_.close(fd);  // the listener has not seen it: it polls endpoints_ under mu_
+        return -ENOMEM;
+      }
+    }
+    ++ep->second.exports;
+    if (group != current_endpoint_) {
+      // New ids come from this group now; the one before goes once it serves nothing.
+      auto before = endpoints_.find(current_endpoint_);
+      current_endpoint_ = group;
+      if (before != endpoints_.end() && before->second.exports == 0) {
+        retire_endpoint_locked(before);
+      }
+    }
+    *out = id;
+    return 0;
   }
-  return rc;
+  return -EADDRINUSE;
+}
+
+void EmuSharing::put_share_id_locked(uint32_t id, bool keep_current) {
+  auto ep = endpoints_.find(share::endpoint_of(id));
+  if (ep == endpoints_.end() || --ep->second.exports > 0) return;
+  // The group new ids come from stays (an export/free cycle then reuses it) while the listener
+  // runs to answer on it; released tokens of the group are told "unknown" there.
+  if (keep_current && ep->first == current_endpoint_) return;
+  retire_endpoint_locked(ep);
+}
+
+void EmuSharing::retire_endpoint_locked(std::map<uint32_t, Endpoint>::iterator it) {
+  // The listener may be polling this descriptor: it closes retired ones itself.
+  if (thread_ && thread_pid_ == getpid() && !thread_exited_) {
+    retired_.push_back(it->second.fd);  // reserved at export (see export_locked)
+    transport_.wake(wake_fd_);
+  } else {
+    transport_.close(it->second.fd);
+  }
+  endpoints_.erase(it);
+}
+
+void EmuSharing::unlist_locked(int32_t pid) {
+  auto l = listed_.find(pid);
+  if (l != listed_.end() && --l->second.exports == 0) listed_.erase(l);
+}
+
+void EmuSharing::forget_export_locked(std::map<uint32_t, Export>::iterator it) {
+  for (const auto& [pid, stamp] : it->second.whitelist) unlist_locked(pid);
+  if (!it->second.validate_pids) --open_exports_;
+  exported_.erase(it->second.memory.value);
+  put_share_id_locked(it->first, true);
+  exports_.erase(it);
+  // The listener decides when it has nothing left to serve (and lingers, then ends, closing the
+  // endpoint kept for the next export): it must look again.
+  if (thread_ && thread_pid_ == getpid() && !thread_exited_) transport_.wake(wake_fd_);
 }
 
 Result EmuSharing::export_locked(PhysicalId memory, uint64_t* token) {
@@ -77,17 +144,24 @@ Result EmuSharing::export_locked(PhysicalId memory, uint64_t* token) {
   e.memory = memory;
   e.properties = object->properties();
   e.bytes = object->shared_memory();
-  if (int rc = bind_endpoint_locked(&e)) return Result::from_raw(rc);
+  uint32_t id = 0;
+  try {
+    // Room for the endpoint's descriptor in retired_ when it is retired later, so that retiring
+    // never allocates; and for the records, so that nothing below can fail half-way.
+    retired_.reserve(retired_.size() + endpoints_.size() + 1);
+  } catch (const std::bad_alloc&) {
+    return fail(ENOMEM);
+  }
+  if (int rc = take_share_id_locked(&id)) return Result::from_raw(rc);
   if (Result r = ensure_listener_locked(); !r.ok()) {
-    transport_.close(e.listen_fd);
+    put_share_id_locked(id, false);
     return r;
   }
+  e.share_id = id;
   const Location where = e.properties.location;
   const uint32_t device =
       where.kind == Location::Kind::kDevice ? user_id(where.id) : 0;  // host memory: 0
   e.token = TokenFields{e.share_id, device}.pack();
-  const uint32_t id = e.share_id;
-  const int listen_fd = e.listen_fd;
   *token = e.token;
   try {
     exported_.emplace(memory.value, id);
@@ -98,11 +172,11 @@ Result EmuSharing::export_locked(PhysicalId memory, uint64_t* token) {
       throw;
     }
   } catch (const std::bad_alloc&) {
-    transport_.close(listen_fd);  // the listener has not seen it: it polls exports_ under mu_
+    put_share_id_locked(id, false);
     return fail(ENOMEM);
   }
   released_.erase(id);  // the id is live again
-  // The endpoint is importable now: connections queue on it until the woken listener polls it.
+  // Importable now: connections queue on the endpoint until the woken listener polls it.
   transport_.wake(wake_fd_);
   return Result::success();
 }
@@ -188,6 +262,7 @@ Result EmuSharing::disable_validation(ShareToken token) {
   Export* e = own_export_locked(token);
   // Only the exporter, and only before any set_pids.
   if (e == nullptr || !e->whitelist.empty()) return fail(EPERM);
+  if (e->validate_pids) ++open_exports_;
   e->validate_pids = false;
   return Result::success();
 }
@@ -225,6 +300,28 @@ Result EmuSharing::set_pids(ShareToken token, const int32_t* pids, uint32_t coun
         return fail(ENOMEM);
       }
       if (before.empty()) return fail(EINVAL);  // every pid in the list is 0
+      // The listener's index of listed pids (could_admit_locked). A newest stamp raised for a
+      // call that then fails stays raised: the index only ever admits too much, never too little.
+      size_t indexed = 0;
+      try {
+        for (; indexed < before.size(); ++indexed) {
+          Listed& l = listed_[before[indexed].first];
+          if (before[indexed].second == 0) ++l.exports;  // newly listed by this export
+          l.newest = std::max(l.newest, stamp);
+        }
+      } catch (const std::bad_alloc&) {
+        for (size_t k = 0; k < indexed; ++k) {
+          if (before[k].second == 0) unlist_locked(before[k].first);
+        }
+        for (auto r = before.rbegin(); r != before.rend(); ++r) {
+          if (r->second == 0) {
+            e->whitelist.erase(r->first);
+          } else {
+            e->whitelist[r->first] = r->second;
+          }
+        }
+        return fail(ENOMEM);
+      }
       return Result::success();
     }
     // Our own endpoint may still be open for a moment after the release.
@@ -258,25 +355,23 @@ void EmuSharing::memory_released(PhysicalId memory) {
   auto known = exported_.find(memory.value);
   if (known == exported_.end()) return;
   auto it = exports_.find(known->second);
-  exported_.erase(known);
-  if (it == exports_.end()) return;
-  remember_released(it->first);
-  // The listener may be polling this descriptor: it closes retired ones itself.
-  if (thread_ && thread_pid_ == getpid() && !thread_exited_) {
-    retired_.push_back(it->second.listen_fd);
-    transport_.wake(wake_fd_);
-  } else {
-    transport_.close(it->second.listen_fd);
+  if (it == exports_.end()) {
+    exported_.erase(known);
+    return;
   }
-  exports_.erase(it);
+  remember_released(it->first);
+  forget_export_locked(it);
 }
 
 void EmuSharing::close_all_locked() {
   for (int fd : retired_) transport_.close(fd);
   retired_.clear();
-  for (auto& [id, e] : exports_) transport_.close(e.listen_fd);
+  for (auto& [group, ep] : endpoints_) transport_.close(ep.fd);
+  endpoints_.clear();
   exports_.clear();
   exported_.clear();
+  listed_.clear();
+  open_exports_ = 0;
   for (auto& [key, e] : keys_) transport_.close(e.listen_fd);
   keys_.clear();
   closed_served_.clear();

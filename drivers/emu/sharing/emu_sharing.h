@@ -3,14 +3,16 @@
 // docs/sharing.md). What the vendor's kernel module does on hardware is done here: share ids,
 // the token layout (token.h), the whitelist and its enforcement, the same-process rules.
 //
-// Every exported token is a listening endpoint of the exporting process, named by its share id,
-// which names the exporter's pid too; one listener thread per backend serves all of them while
-// there is anything to serve (listener.cpp). An importer connects, checks that the kernel reports
-// the token's exporter as the listener, and asks; the listener checks the importer against the
-// whitelist using the credentials the kernel reports for the connection, and answers with the
-// memory's file descriptor (size-sealed): the bytes then live as long as any process holds them.
-// Every wait on the other side is bounded, and what other processes can make the exporter hold is
-// capped, so a dead, stuck or hostile peer costs an error, never a hang or a resource.
+// Exported tokens are served on listening endpoints of the exporting process, one per group of
+// 256 consecutive share ids (token.h), named by the group, which names the exporter's pid too: a
+// process holds one endpoint per 256 live exports, not one per export. One listener thread per
+// backend serves all of them while there is anything to serve (listener.cpp). An importer connects,
+// checks that the kernel reports the token's exporter as the listener, and asks; the listener
+// checks the importer against the whitelist using the credentials the kernel reports for the
+// connection, and answers with the memory's file descriptor (size-sealed): the bytes then live as
+// long as any process holds them. Every wait on the other side is bounded, and what other processes
+// can make the exporter hold is capped, so a dead, stuck or hostile peer costs an error, never a
+// hang or a resource.
 //
 // Results (as the kernel module gives them, drivers/sharing.h): unknown or released token,
 // exporter gone -EFAULT; not whitelisted, own export onto the same device, set-pid by another
@@ -120,7 +122,17 @@ class EmuSharing final : public Sharing, private fabric::ExportDirectory {
     std::shared_ptr<os::PhysicalMemory> bytes;  // what the listener sends
     bool validate_pids = true;
     std::map<int32_t, uint64_t> whitelist;  // pid -> share_clock() stamp of its last set_pids
-    int listen_fd = -1;
+  };
+  // The listening endpoint of one group of share ids (token.h), with the live exports it serves.
+  struct Endpoint {
+    int fd = -1;
+    uint32_t exports = 0;
+  };
+  // What could_admit_locked needs of the exports' whitelists without walking them: per listed pid,
+  // how many exports list it and the newest stamp; and how many exports have no whitelist.
+  struct Listed {
+    uint32_t exports = 0;
+    uint64_t newest = 0;
   };
   struct KeyExport {
     IpcKey key;
@@ -148,8 +160,19 @@ class EmuSharing final : public Sharing, private fabric::ExportDirectory {
   // This process's live export with exactly this token, or nullptr. mu_ held.
   Export* own_export_locked(ShareToken token);
   Result export_locked(PhysicalId memory, uint64_t* token);
-  // Binds a fresh endpoint named by this process's pid and its next free serial. mu_ held.
-  int bind_endpoint_locked(Export* e);
+  // A free share id of this process, its group's endpoint bound (the kernel refuses a group
+  // another process holds: a pid of another pid namespace with the same low bits) and counted.
+  // mu_ held.
+  int take_share_id_locked(uint32_t* id);
+  // The export `id` ends: its endpoint serves one export less, and goes when it serves none
+  // (unless `keep_current` and new ids are still taken from its group). mu_ held.
+  void put_share_id_locked(uint32_t id, bool keep_current);
+  // The listener closes the endpoint (if it runs), else it is closed now. mu_ held.
+  void retire_endpoint_locked(std::map<uint32_t, Endpoint>::iterator it);
+  // One export fewer lists `pid` (listed_). mu_ held.
+  void unlist_locked(int32_t pid);
+  // Forgets an ended export: its records, its place in listed_ and its share id. mu_ held.
+  void forget_export_locked(std::map<uint32_t, Export>::iterator it);
   // Starts the listener if none runs, else nothing. mu_ held.
   Result ensure_listener_locked();
   void remember_released(uint32_t share_id);
@@ -218,6 +241,10 @@ class EmuSharing final : public Sharing, private fabric::ExportDirectory {
   EmuPhysicalAllocator* physical_ = nullptr;
   mutable std::mutex mu_;
   std::map<uint32_t, Export> exports_;       // by share id
+  std::map<uint32_t, Endpoint> endpoints_;   // by endpoint id (token.h): every one we hold
+  uint32_t current_endpoint_ = 0;            // the group new ids come from (valid if present)
+  std::map<int32_t, Listed> listed_;         // pid -> exports listing it
+  uint32_t open_exports_ = 0;                // exports without a whitelist
   std::map<uint64_t, uint32_t> exported_;    // PhysicalId -> share id
   std::vector<int> retired_;  // endpoints of ended exports, closed by the listener
   std::set<uint32_t> released_;          // recently released share ids of this process

@@ -18,13 +18,13 @@ class GatedTransport {
   GatedTransport(share::ShareTransport& inner, BackendListener& listener)
       : inner_(inner), gate_(listener) {}
 
-  int listen(uint32_t share_id, int* fd) {
+  int listen(uint32_t endpoint_id, int* fd) {
     if (int e = injected(steps::kEmuShareListen)) return e;
-    return inner_.listen(share_id, fd);
+    return inner_.listen(endpoint_id, fd);
   }
-  int connect(uint32_t share_id, int timeout_ms, int* fd, share::PeerInfo* server) {
+  int connect(uint32_t endpoint_id, int timeout_ms, int* fd, share::PeerInfo* server) {
     if (int e = injected(steps::kEmuShareConnect)) return e;
-    return inner_.connect(share_id, timeout_ms, fd, server);
+    return inner_.connect(endpoint_id, timeout_ms, fd, server);
   }
   int listen_key(const char* key, int* fd) {
     if (int e = injected(steps::kEmuShareListen)) return e;

@@ -67,7 +67,7 @@ int EmuSharing::exchange(uint64_t token, uint32_t kind, int device, Reply* rep, 
   const uint32_t share_id = TokenFields::unpack(token).share_id;
   int fd = -1;
   share::PeerInfo server;
-  int rc = transport_.connect(share_id, kImportTimeoutMs, &fd, &server);
+  int rc = transport_.connect(share::endpoint_of(share_id), kImportTimeoutMs, &fd, &server);
   if (rc != 0) return rc;
   if (!served_by_exporter(fd, server, share_id)) {
     char what[40];

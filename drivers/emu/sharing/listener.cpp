@@ -63,10 +63,11 @@ int ms_until(Clock::time_point t, Clock::time_point now) {
 
 bool EmuSharing::could_admit_locked(const share::PeerInfo& peer) const {
   if (peer.pid == getpid()) return true;  // a probe of our own, racing a release
-  for (const auto& [id, e] : exports_) {
-    if (!e.validate_pids) return true;
-    auto w = e.whitelist.find(peer.pid);
-    if (w != e.whitelist.end() && peer.start_time != 0 && peer.start_time <= w->second) return true;
+  if (open_exports_ > 0) return true;
+  // The index of the exports' whitelists: a lookup, however many exports there are.
+  auto l = listed_.find(peer.pid);
+  if (l != listed_.end() && peer.start_time != 0 && peer.start_time <= l->second.newest) {
+    return true;
   }
   for (const auto& [key, e] : keys_) {
     if (!e.validate_pids) return true;
@@ -266,9 +267,14 @@ void EmuSharing::serve() {
       if (nothing && !idle) idle_until = now + kLinger;
       idle = nothing;
       if (stop_ || (idle && now >= idle_until)) {
-        // Done: nothing of ours may stay open behind the thread.
+        // Done: nothing of ours may stay open behind the thread, neither the connections nor the
+        // endpoint kept for the next export (it serves no export).
         for (const PendingPeer& p : pending_) transport_.close(p.fd);
         pending_.clear();
+        if (!stop_) {
+          for (const auto& [group, ep] : endpoints_) transport_.close(ep.fd);
+          endpoints_.clear();
+        }
         transport_.close(wake_fd_);
         wake_fd_ = -1;
         thread_exited_ = true;
@@ -277,7 +283,7 @@ void EmuSharing::serve() {
       wake = wake_fd_;
       fds.push_back(wake);
       if (now >= accept_paused_until) {
-        for (const auto& [id, e] : exports_) fds.push_back(e.listen_fd);
+        for (const auto& [group, ep] : endpoints_) fds.push_back(ep.fd);
         for (const auto& [key, e] : keys_) fds.push_back(e.listen_fd);
       } else {
         timeout_ms = ms_until(accept_paused_until, now);

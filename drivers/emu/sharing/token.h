@@ -33,6 +33,16 @@ inline constexpr uint32_t kPidBits = 18;
 inline constexpr uint32_t kPidMask = (1u << kPidBits) - 1;
 inline constexpr uint32_t kSerials = 1u << (32 - kPidBits);
 
+// Exports are served in groups of 256 consecutive serials, each group on one endpoint (whose id
+// is the group's first share id, serial bits 18-25 zero): a process with thousands of live exports
+// then holds a few dozen listening sockets, and the kernel's refusal of a second bind still keeps
+// every group, and so every share id in it, to one live process.
+inline constexpr uint32_t kGroupSerialBits = 8;
+inline constexpr uint32_t kGroupSize = 1u << kGroupSerialBits;
+inline constexpr uint32_t endpoint_of(uint32_t share_id) {
+  return share_id & ~((kGroupSize - 1) << kPidBits);
+}
+
 inline uint32_t make_share_id(uint32_t pid, uint32_t serial) {
   return ((serial % kSerials) << kPidBits) | (pid & kPidMask);
 }

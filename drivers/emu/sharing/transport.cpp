@@ -9,6 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <cstddef>
@@ -30,19 +31,25 @@ namespace aclvmm::dev::emu::share {
 namespace {
 
 constexpr int kListenBacklog = 64;
-// An accepted peer that stops talking must not stall the exporter's service loop for long.
-constexpr int kAcceptedTimeoutMs = 2000;
+// Sockets are non-blocking, so that no call waits without a bound and none needs socket timeouts
+// set (two system calls per connection). A send that finds the peer's queue full waits this long
+// for room: an importer's request and the exporter's reply are a few bytes, so only a stuck or
+// hostile peer ever makes it wait.
+constexpr int kSendTimeoutMs = 2000;
+// A connect that finds the listener's backlog full retries at this interval until its deadline
+// (a non-blocking unix connect does not wait for room itself).
+constexpr int kConnectRetryMs = 1;
 // Room for a few descriptors, so that a peer that attaches more than one gets the extras closed
 // rather than silently dropped by the kernel; a flood beyond this is reported as -EPROTO.
 constexpr size_t kMaxFdsPerMessage = 8;
 
-socklen_t share_address(uint32_t share_id, sockaddr_un* addr) {
+socklen_t share_address(uint32_t endpoint_id, sockaddr_un* addr) {
   std::memset(addr, 0, sizeof(*addr));
   addr->sun_family = AF_UNIX;
   // The length passed to bind/connect delimits an abstract name; the trailing zeros of sun_path
   // would otherwise become part of it.
-  int len = std::snprintf(addr->sun_path + 1, sizeof(addr->sun_path) - 1, "aclvmm-share-%08x",
-                          share_id);
+  int len = std::snprintf(addr->sun_path + 1, sizeof(addr->sun_path) - 1, "aclvmm-shares-%08x",
+                          endpoint_id);
   return static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + static_cast<size_t>(len));
 }
 
@@ -52,22 +59,6 @@ socklen_t key_address(const char* key, sockaddr_un* addr) {
   addr->sun_family = AF_UNIX;
   int len = std::snprintf(addr->sun_path + 1, sizeof(addr->sun_path) - 1, "aclvmm-ipc-%.64s", key);
   return static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + static_cast<size_t>(len));
-}
-
-timeval to_timeval(int timeout_ms) {
-  timeval tv{};
-  if (timeout_ms < 0) return tv;  // zero means "no limit" to SO_RCVTIMEO / SO_SNDTIMEO
-  if (timeout_ms == 0) timeout_ms = 1;
-  tv.tv_sec = timeout_ms / 1000;
-  tv.tv_usec = static_cast<suseconds_t>(timeout_ms % 1000) * 1000;
-  return tv;
-}
-
-int set_timeouts(int fd, int timeout_ms) {
-  timeval tv = to_timeval(timeout_ms);
-  if (::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) != 0) return -errno;
-  if (::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)) != 0) return -errno;
-  return 0;
 }
 
 int64_t monotonic_ms() {
@@ -148,9 +139,9 @@ bool peer_still_running(int conn) {
 
 }  // namespace
 
-int UnixShareTransport::listen(uint32_t share_id, int* fd) {
+int UnixShareTransport::listen(uint32_t endpoint_id, int* fd) {
   sockaddr_un addr;
-  const socklen_t len = share_address(share_id, &addr);
+  const socklen_t len = share_address(endpoint_id, &addr);
   return listen_at(addr, len, fd);
 }
 
@@ -161,9 +152,9 @@ int UnixShareTransport::listen_key(const char* key, int* fd) {
   return listen_at(addr, len, fd);
 }
 
-int UnixShareTransport::connect(uint32_t share_id, int timeout_ms, int* fd, PeerInfo* server) {
+int UnixShareTransport::connect(uint32_t endpoint_id, int timeout_ms, int* fd, PeerInfo* server) {
   sockaddr_un addr;
-  const socklen_t len = share_address(share_id, &addr);
+  const socklen_t len = share_address(endpoint_id, &addr);
   return connect_to(addr, len, timeout_ms, fd, server);
 }
 
@@ -194,25 +185,23 @@ int UnixShareTransport::connect_to(const sockaddr_un& addr, socklen_t len, int t
                                    PeerInfo* server) {
   if (fd == nullptr || server == nullptr) return -EINVAL;
   *fd = -1;
-  int s = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+  int s = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   if (s < 0) return -errno;
-  // Set before connecting: a unix connect to a listener whose backlog is full sleeps for up to
-  // SO_SNDTIMEO, and later sends and receives must not hang on a dead or stuck exporter either.
-  int rc = set_timeouts(s, timeout_ms);
-  if (rc != 0) {
-    ::close(s);
-    return rc;
-  }
+  const int64_t deadline = timeout_ms < 0 ? -1 : monotonic_ms() + std::max(timeout_ms, 1);
   while (::connect(s, reinterpret_cast<const sockaddr*>(&addr), len) != 0) {
     int err = errno;
     // A unix connect is synchronous: after EINTR the socket is still unconnected and may retry.
     if (err == EINTR) continue;
+    // EAGAIN: the listener's backlog is full (it is slow or flooded); room comes when it accepts.
+    if (err == EAGAIN && (deadline < 0 || monotonic_ms() < deadline)) {
+      ::poll(nullptr, 0, kConnectRetryMs);
+      continue;
+    }
     ::close(s);
-    // The kernel reports an exhausted SO_SNDTIMEO on a full backlog as EAGAIN.
     return err == EAGAIN ? -ETIMEDOUT : -err;
   }
   // On the connecting side SO_PEERCRED is the listener's: recorded by the kernel at listen().
-  rc = peer_credentials(s, server);
+  int rc = peer_credentials(s, server);
   if (rc != 0) {
     ::close(s);
     return rc;
@@ -280,7 +269,7 @@ int UnixShareTransport::accept(int listen_fd, int* conn, PeerInfo* peer) {
   if (conn == nullptr || peer == nullptr) return -EINVAL;
   *conn = -1;
   *peer = PeerInfo{};
-  int c = ::accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC);
+  int c = ::accept4(listen_fd, nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK);
   if (c < 0) {
     int err = errno;
     // All of these mean "no connection to serve now"; the caller goes back to poll.
@@ -288,7 +277,6 @@ int UnixShareTransport::accept(int listen_fd, int* conn, PeerInfo* peer) {
     return -err;
   }
   int rc = peer_credentials(c, peer);
-  if (rc == 0) rc = set_timeouts(c, kAcceptedTimeoutMs);
   if (rc != 0) {
     ::close(c);
     return rc;
@@ -317,12 +305,21 @@ int UnixShareTransport::send(int fd, const void* msg, size_t n, int pass_fd) {
     c->cmsg_len = CMSG_LEN(sizeof(int));
     std::memcpy(CMSG_DATA(c), &pass_fd, sizeof(int));
   }
+  const int64_t deadline = monotonic_ms() + kSendTimeoutMs;
   ssize_t r;
-  do {
+  for (;;) {
     // MSG_NOSIGNAL: a peer that hung up must give -EPIPE, not kill the process with SIGPIPE.
-    r = ::sendmsg(fd, &mh, MSG_NOSIGNAL);
-  } while (r < 0 && errno == EINTR);
-  if (r < 0) return errno == EAGAIN ? -ETIMEDOUT : -errno;
+    r = ::sendmsg(fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (r >= 0 || errno == EINTR) {
+      if (r >= 0) break;
+      continue;
+    }
+    if (errno != EAGAIN && errno != EWOULDBLOCK) return -errno;
+    const int64_t left = deadline - monotonic_ms();
+    if (left <= 0) return -ETIMEDOUT;
+    pollfd p{fd, POLLOUT, 0};
+    if (::poll(&p, 1, static_cast<int>(left)) < 0 && errno != EINTR) return -errno;
+  }
   // Sequenced packets are sent whole or not at all; anything else is a kernel surprise.
   return static_cast<size_t>(r) == n ? 0 : -EIO;
 }
@@ -337,14 +334,18 @@ int UnixShareTransport::recv(int fd, void* msg, size_t n, int* got_fd, int timeo
       int64_t left = deadline - monotonic_ms();
       wait_ms = left > 0 ? static_cast<int>(left) : 0;
     }
-    pollfd p{fd, POLLIN, 0};
-    int pr = ::poll(&p, 1, wait_ms);
-    if (pr < 0) {
-      if (errno == EINTR) continue;
-      return -errno;
+    // "Do not wait" asks the socket directly: its EAGAIN is the answer (the listener reads a
+    // request it expects to be there already, and a poll first would be one more system call).
+    if (timeout_ms != 0) {
+      pollfd p{fd, POLLIN, 0};
+      int pr = ::poll(&p, 1, wait_ms);
+      if (pr < 0) {
+        if (errno == EINTR) continue;
+        return -errno;
+      }
+      if (pr == 0) return -ETIMEDOUT;
+      if (p.revents & POLLNVAL) return -EBADF;
     }
-    if (pr == 0) return -ETIMEDOUT;
-    if (p.revents & POLLNVAL) return -EBADF;
 
     iovec iov{msg, n};
     msghdr mh{};
@@ -357,7 +358,11 @@ int UnixShareTransport::recv(int fd, void* msg, size_t n, int* got_fd, int timeo
     // then wait again within the same deadline instead of blocking past it.
     ssize_t r = ::recvmsg(fd, &mh, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
     if (r < 0) {
-      if (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK) continue;
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) {
+        if (timeout_ms == 0) return -ETIMEDOUT;
+        continue;
+      }
       return -errno;
     }
     if (mh.msg_flags & MSG_CTRUNC) {

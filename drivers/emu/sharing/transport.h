@@ -1,16 +1,17 @@
 // The emu backend's share transport (emu-internal: only EmuSharing uses it): Linux abstract unix
-// sockets, one per exported share id.
+// sockets, one per endpoint id (a group of 256 share ids, token.h).
 //
 // Abstract names (sun_path[0] == '\0') live in the network namespace, not the filesystem, so
 // nothing is left behind when an exporter crashes: the name is freed with its last descriptor, and
-// the kernel refuses a second bind of a live name, which makes share ids unique among live tokens.
-// Anyone in the same network namespace can connect, and anyone can bind a name nobody holds: the
-// exporter decides from the importer's kernel-verified credentials (SO_PEERCRED), and the importer
-// checks the listener's the same way (on a connecting socket SO_PEERCRED reports the listener),
-// never from what the other side says.
+// the kernel refuses a second bind of a live name, which makes endpoint ids (and so share ids)
+// unique among live processes. Anyone in the same network namespace can connect, and anyone can
+// bind a name nobody holds: the exporter decides from the importer's kernel-verified credentials
+// (SO_PEERCRED), and the importer checks the listener's the same way (on a connecting socket
+// SO_PEERCRED reports the listener), never from what the other side says.
 //
-// Timeouts follow poll(2): a negative timeout_ms means no limit. recv() and poll() take 0 as "do not
-// wait"; connect() cannot express that with socket timeouts and waits at least 1 ms.
+// Timeouts follow poll(2): a negative timeout_ms means no limit. recv() and poll() take 0 as "do
+// not wait"; connect() waits at least 1 ms for room in a full backlog. Every socket is non-blocking
+// and every wait a poll with a deadline; send() waits at most 2 s for room.
 #pragma once
 
 #include <sys/socket.h>
@@ -30,19 +31,20 @@ struct PeerInfo {
   uint64_t start_time = 0;   // process start, in the units of ShareTransport::share_clock() (accept only)
 };
 
-// How processes find each other to share memory: no daemon; every exported token is a listening
-// endpoint of the exporting process, named by its 32-bit share id, so the kernel guarantees
-// uniqueness among live tokens and the endpoint vanishes with the process. Connections carry small
-// fixed-size messages and at most one file descriptor each. A name proves nothing: anyone may
-// bind a free one, so both sides identify each other by what the kernel reports.
+// How processes find each other to share memory: no daemon; exported tokens are served on
+// listening endpoints of the exporting process, each named by a 32-bit endpoint id (the group of
+// share ids it serves), so the kernel guarantees uniqueness among live processes and the endpoint
+// vanishes with the process. Connections carry small fixed-size messages and at most one file
+// descriptor each. A name proves nothing: anyone may bind a free one, so both sides identify each
+// other by what the kernel reports.
 class ShareTransport {
  public:
   virtual ~ShareTransport() = default;
   // -EADDRINUSE when another live endpoint has this id.
-  virtual int listen(uint32_t share_id, int* fd) = 0;
+  virtual int listen(uint32_t endpoint_id, int* fd) = 0;
   // -ECONNREFUSED / -ENOENT when nobody serves the id; waits at most timeout_ms. *server is the
   // process that listens there (its credentials when it called listen; no start_time).
-  virtual int connect(uint32_t share_id, int timeout_ms, int* fd, PeerInfo* server) = 0;
+  virtual int connect(uint32_t endpoint_id, int timeout_ms, int* fd, PeerInfo* server) = 0;
   // The same for the endpoint of an IPC key (64 characters; runtime-extra.md §3): the kernel's
   // refusal of a second bind keeps keys unique among live endpoints too. A transport without
   // key endpoints keeps the defaults.
@@ -85,8 +87,8 @@ class ShareTransport {
 
 class UnixShareTransport final : public ShareTransport {
  public:
-  int listen(uint32_t share_id, int* fd) override;
-  int connect(uint32_t share_id, int timeout_ms, int* fd, PeerInfo* server) override;
+  int listen(uint32_t endpoint_id, int* fd) override;
+  int connect(uint32_t endpoint_id, int timeout_ms, int* fd, PeerInfo* server) override;
   int listen_key(const char* key, int* fd) override;
   int connect_key(const char* key, int timeout_ms, int* fd, PeerInfo* server) override;
   // Reads the NSpid line of the peer's pidfd (/proc/self/fdinfo), Linux >= 6.5.

@@ -43,17 +43,20 @@ struct WireReply {
 static_assert(sizeof(WireRequest) == 24 && sizeof(WireReply) == 32, "the wire layout");
 constexpr uint32_t kWireMagic = 0x4d4d5641, kWireImport = 1, kWireProbe = 2;
 
-// Share ids: bits 0-17 the exporter's pid, bits 18-31 its serial (src/vmm/share_token.h).
+// Share ids: bits 0-17 the exporter's pid, bits 18-31 its serial (drivers/emu/sharing/token.h).
 inline uint32_t share_id_for(uint32_t pid, uint32_t serial) { return (serial << 18) | (pid & 0x3ffff); }
+// The endpoint serving a share id: that of its group of 256 serials (serial bits 0-7 zero).
+inline uint32_t endpoint_id_of(uint32_t share_id) { return share_id & ~(0xffu << 18); }
 
 inline socklen_t endpoint_address(uint32_t share_id, sockaddr_un* a) {
   std::memset(a, 0, sizeof *a);
   a->sun_family = AF_UNIX;
-  const int n = std::snprintf(a->sun_path + 1, sizeof a->sun_path - 1, "aclvmm-share-%08x", share_id);
+  const int n = std::snprintf(a->sun_path + 1, sizeof a->sun_path - 1, "aclvmm-shares-%08x",
+                              endpoint_id_of(share_id));
   return static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + n);
 }
 
-// A connection to the endpoint of a share id (-1 when nobody listens).
+// A connection to the endpoint serving a share id (-1 when nobody listens).
 inline int connect_endpoint_id(uint32_t share_id, int extra_flags = 0) {
   const int s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | extra_flags, 0);
   sockaddr_un a;
@@ -68,7 +71,8 @@ inline int connect_endpoint_id(uint32_t share_id, int extra_flags = 0) {
 }
 inline int connect_endpoint(uint64_t token) { return connect_endpoint_id(static_cast<uint32_t>(token)); }
 
-// Binds the endpoint name of a share id, as anyone may for a name nobody holds (-1 when taken).
+// Binds the endpoint name serving a share id, as anyone may for a name nobody holds (-1 when
+// taken).
 inline int bind_endpoint_id(uint32_t share_id) {
   const int s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
   sockaddr_un a;
@@ -154,15 +158,16 @@ inline int sealed_memfd(const std::string& bytes, int seals = -1) {
   return fd;
 }
 
-// The abstract names of aclvmm endpoints that are live now (from /proc/net/unix), as share ids.
+// The abstract names of aclvmm endpoints that are live now (from /proc/net/unix), as endpoint ids
+// (the first share id of each group).
 inline std::vector<uint32_t> live_endpoint_ids() {
   std::vector<uint32_t> ids;
   FILE* f = std::fopen("/proc/net/unix", "re");
   if (!f) return ids;
   char line[512];
   while (std::fgets(line, sizeof line, f)) {
-    const char* at = std::strstr(line, "@aclvmm-share-");
-    if (at) ids.push_back(static_cast<uint32_t>(std::strtoul(at + 14, nullptr, 16)));
+    const char* at = std::strstr(line, "@aclvmm-shares-");
+    if (at) ids.push_back(static_cast<uint32_t>(std::strtoul(at + 15, nullptr, 16)));
   }
   std::fclose(f);
   return ids;
