@@ -3,10 +3,13 @@
 // token of a group is served on the group's endpoint, and a group whose name another process
 // holds is skipped whole (the kernel's refusal of a second bind keeps each group to one process).
 #include <dirent.h>
+#include <fcntl.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <set>
 #include <thread>
 #include <vector>
@@ -127,6 +130,57 @@ TEST_F(ShareEndpoints, GroupsHeldElsewhereAreSkipped) {
   EXPECT_EQ(endpoint_id_of(static_cast<uint32_t>(token)), group_endpoint(free_group));
   ASSERT_EQ(aclrtFreePhysical(h), kOk);
   for (int s : held) close(s);
+}
+
+// Issue 19: 10 000 live exports fit in the common soft limit of 1 024 descriptors beside the
+// application's own files. Their memory files and endpoints are held above the soft limit
+// (drivers/emu/os/descriptor_room.h: all but a budget of 32), which is 1 024 again after every
+// call; the application then opens 960 files of its own, all below it.
+TEST_F(ShareEndpoints, TenThousandExportsLeaveTheApplicationsRangeFree) {
+  constexpr rlim_t kSoft = 1024;
+  constexpr size_t kExports = 10000;
+  rlimit saved{};
+  ASSERT_EQ(getrlimit(RLIMIT_NOFILE, &saved), 0);
+  if (saved.rlim_max != RLIM_INFINITY && saved.rlim_max < kSoft + kExports + 256) {
+    GTEST_SKIP() << "the hard RLIMIT_NOFILE (" << saved.rlim_max << ") cannot hold " << kExports
+                 << " exports above a soft limit of " << kSoft;
+  }
+  rlimit low = saved;
+  low.rlim_cur = kSoft;
+  ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &low), 0);
+  std::vector<aclrtDrvMemHandle> handles;
+  std::vector<int> own;
+  size_t low_before = 0, low_after = 0;
+  auto count_low = [&] {
+    size_t n = 0;
+    for (int fd = 0; fd < static_cast<int>(kSoft); ++fd) n += fcntl(fd, F_GETFD) >= 0;
+    return n;
+  };
+  low_before = count_low();
+  for (size_t i = 0; i < kExports && !HasFailure(); ++i) {
+    handles.push_back(make_handle(k2M));
+    uint64_t token = 0;
+    ASSERT_EQ(aclrtMemExportToShareableHandle(handles.back(), ACL_MEM_HANDLE_TYPE_NONE, 0, &token),
+              kOk)
+        << "export " << i;
+  }
+  low_after = count_low();
+  rlimit now{};
+  EXPECT_EQ(getrlimit(RLIMIT_NOFILE, &now), 0);
+  EXPECT_EQ(now.rlim_cur, kSoft) << "the soft limit is the application's";
+  // The budget, and the listener's wake object.
+  constexpr size_t kLowBudget = 32;  // drivers/emu/os/descriptor_room.h
+  EXPECT_LE(low_after, low_before + kLowBudget + 1)
+      << "descriptors the exports left in the application's range";
+  for (size_t i = 0; i < 960; ++i) {
+    const int fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    ASSERT_GE(fd, 0) << "the application's file " << i << ": " << std::strerror(errno);
+    EXPECT_LT(fd, static_cast<int>(kSoft));
+    own.push_back(fd);
+  }
+  for (int fd : own) close(fd);
+  for (aclrtDrvMemHandle h : handles) EXPECT_EQ(aclrtFreePhysical(h), kOk);
+  EXPECT_EQ(setrlimit(RLIMIT_NOFILE, &saved), 0);
 }
 
 }  // namespace

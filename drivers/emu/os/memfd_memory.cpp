@@ -15,34 +15,14 @@
 #include <limits>
 #include <new>
 
+#include "drivers/emu/os/descriptor_room.h"
 #include "drivers/emu/os/host_copy.h"
 #include "drivers/emu/os/pattern.h"
-#include "drivers/emu/sanitizers.h"
 #include "drivers/emu/os/util.h"
+#include "drivers/emu/sanitizers.h"
 
 namespace aclvmm::dev::emu::os {
 namespace {
-
-// Every live allocation holds a descriptor, and applications keep thousands of handles; the
-// default soft limit (often 1024) would make allocation fail long before memory runs out.
-void raise_fd_limit_once() {
-  static std::atomic<bool> done{false};
-  if (done.exchange(true)) return;
-  struct rlimit rl;
-  if (::getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur >= rl.rlim_max) return;
-  struct rlimit want = rl;
-  want.rlim_cur = rl.rlim_max;
-  if (::setrlimit(RLIMIT_NOFILE, &want) == 0 || rl.rlim_max != RLIM_INFINITY) return;
-  // An infinite hard limit cannot be the soft limit: the kernel caps descriptors at fs.nr_open.
-  FILE* f = std::fopen("/proc/sys/fs/nr_open", "re");
-  if (!f) return;
-  unsigned long long nr_open = 0;
-  if (std::fscanf(f, "%llu", &nr_open) == 1 && nr_open > rl.rlim_cur) {
-    want.rlim_cur = static_cast<rlim_t>(nr_open);
-    (void)::setrlimit(RLIMIT_NOFILE, &want);
-  }
-  std::fclose(f);
-}
 
 constexpr uint64_t kMaxFileSize = static_cast<uint64_t>(std::numeric_limits<off_t>::max());
 
@@ -82,10 +62,11 @@ constexpr size_t kViewMinWrite = kViewMinRead;
 
 }  // namespace
 
-int MemfdMemory::wrap(int fd, uint64_t size, std::shared_ptr<PhysicalMemory>* out) {
-  MemfdMemory* mem = new (std::nothrow) MemfdMemory(fd, size);
+int MemfdMemory::wrap(int fd, uint64_t size, bool budgeted, std::shared_ptr<PhysicalMemory>* out) {
+  MemfdMemory* mem = new (std::nothrow) MemfdMemory(fd, size, budgeted);
   if (!mem) {
     ::close(fd);
+    if (budgeted) release_budgeted();
     return -ENOMEM;
   }
   try {
@@ -98,9 +79,16 @@ int MemfdMemory::wrap(int fd, uint64_t size, std::shared_ptr<PhysicalMemory>* ou
 
 int MemfdMemory::create(uint64_t size, std::shared_ptr<PhysicalMemory>* out) {
   if (!out || size == 0 || size > kMaxFileSize) return -EINVAL;
-  raise_fd_limit_once();
-  int fd = ::memfd_create("aclvmm-phys", MFD_CLOEXEC | MFD_ALLOW_SEALING);
-  if (fd < 0) return -errno;
+  // Every live allocation holds its descriptor, and applications keep thousands of handles:
+  // they live above the application's soft limit (descriptor_room.h).
+  bool budgeted = false;
+  const int fd = open_held(
+      [] {
+        const int made = ::memfd_create("aclvmm-phys", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+        return made >= 0 ? made : -errno;
+      },
+      &budgeted);
+  if (fd < 0) return fd;
   // Only sets the length: shmem allocates pages on first touch, so the memory is sparse and
   // reads as zeros until written. Then the length is sealed for good.
   int rc;
@@ -111,9 +99,10 @@ int MemfdMemory::create(uint64_t size, std::shared_ptr<PhysicalMemory>* out) {
   if (rc != 0) {
     int e = errno;
     ::close(fd);
+    if (budgeted) release_budgeted();
     return -e;
   }
-  return wrap(fd, size, out);
+  return wrap(fd, size, budgeted, out);
 }
 
 int MemfdMemory::adopt(int fd, uint64_t size, std::shared_ptr<PhysicalMemory>* out) {
@@ -128,12 +117,16 @@ int MemfdMemory::adopt(int fd, uint64_t size, std::shared_ptr<PhysicalMemory>* o
     ::close(fd);
     return rc;
   }
-  return wrap(fd, size, out);
+  // Held as long as the import lives: out of the application's range, as created memory is.
+  bool budgeted = false;
+  const int held = place_held(fd, &budgeted);
+  return wrap(held, size, budgeted, out);
 }
 
 MemfdMemory::~MemfdMemory() {
   if (uint8_t* v = view_.load()) ::munmap(v, size_);
   if (fd_ >= 0) ::close(fd_);
+  if (budgeted_) release_budgeted();
 }
 
 uint8_t* MemfdMemory::view() const {

@@ -36,8 +36,9 @@ class MemfdMemory final : public PhysicalMemory {
   int copy_to(uint64_t offset, PhysicalMemory& dst, uint64_t dst_offset, size_t n) const override;
 
  private:
-  MemfdMemory(int fd, uint64_t size) : fd_(fd), size_(size) {}
-  static int wrap(int fd, uint64_t size, std::shared_ptr<PhysicalMemory>* out);
+  MemfdMemory(int fd, uint64_t size, bool budgeted) : fd_(fd), size_(size), budgeted_(budgeted) {}
+  // Takes over `fd`; `budgeted`: it holds a place of descriptor_room.h's budget.
+  static int wrap(int fd, uint64_t size, bool budgeted, std::shared_ptr<PhysicalMemory>* out);
   int check_range(uint64_t offset, size_t n) const;
   int write_pattern(uint64_t offset, uint8_t value, uint64_t n);
 
@@ -52,6 +53,7 @@ class MemfdMemory final : public PhysicalMemory {
 
   int fd_;
   uint64_t size_;
+  bool budgeted_;
   mutable std::atomic<uint8_t*> view_{nullptr};
   mutable std::atomic<bool> view_failed_{false};
   mutable std::mutex view_mu_;

@@ -18,6 +18,7 @@
 #include <cstring>
 #include <vector>
 
+#include "drivers/emu/os/descriptor_room.h"
 #include "drivers/host/process_facts.h"
 
 // SO_PEERPIDFD (Linux 6.5) is missing from older libc headers; 77 is its asm-generic value, which
@@ -169,8 +170,15 @@ int UnixShareTransport::listen_at(const sockaddr_un& addr, socklen_t len, int* f
   if (fd == nullptr) return -EINVAL;
   *fd = -1;
   // Non-blocking so that a poll wake-up whose connection was already withdrawn cannot block accept.
-  int s = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-  if (s < 0) return -errno;
+  // An endpoint lives as long as its exports: out of the application's descriptor range, as
+  // their memory is (descriptor_room.h).
+  int s = os::open_held(
+      [] {
+        const int made = ::socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+        return made >= 0 ? made : -errno;
+      },
+      nullptr);
+  if (s < 0) return s;
   if (::bind(s, reinterpret_cast<const sockaddr*>(&addr), len) != 0 ||
       ::listen(s, kListenBacklog) != 0) {
     int err = errno;
