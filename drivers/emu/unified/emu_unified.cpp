@@ -17,6 +17,8 @@ namespace {
 
 constexpr uint64_t kPage = kManagedPage;
 constexpr int kFaultPollMs = 100;
+// Faults read and served at once, at most.
+constexpr size_t kFaultBatch = 32;
 
 }  // namespace
 
@@ -218,19 +220,38 @@ Result EmuUnified::populate(os::PhysicalMemory& memory, uint64_t offset, uint64_
 }
 
 void EmuUnified::serve_faults() {
+  // Faults pending together (threads touching several device-resident pages at once) are read
+  // and served as one batch: one read and one hold of mu_ for all of them.
+  CpuFault faults[kFaultBatch];
   while (!stop_.load()) {
-    CpuFault fault;
-    if (tracker_.next_fault(kFaultPollMs, &fault) != 0) continue;
-    serve_fault(fault);
+    const int n = tracker_.next_faults(kFaultPollMs, faults, kFaultBatch);
+    if (n <= 0) continue;
+    serve_batch(faults, static_cast<size_t>(n));
   }
 }
 
-void EmuUnified::serve_fault(const CpuFault& fault) {
+void EmuUnified::count_batch(size_t n) {
+  counters_.fault_batches.fetch_add(1, std::memory_order_relaxed);
+  counters_.cpu_faults.fetch_add(n, std::memory_order_relaxed);
+  // Only the fault thread writes the maximum.
+  if (n > counters_.fault_batch_max.load(std::memory_order_relaxed)) {
+    counters_.fault_batch_max.store(n, std::memory_order_relaxed);
+  }
+  const size_t bucket = n >= 16 ? 4 : n >= 8 ? 3 : n >= 4 ? 2 : n >= 2 ? 1 : 0;
+  counters_.fault_batch_sizes[bucket].fetch_add(1, std::memory_order_relaxed);
+}
+
+void EmuUnified::serve_batch(const CpuFault* faults, size_t n) {
+  count_batch(n);
+  Lock lock(mu_);
+  for (size_t i = 0; i < n; ++i) serve_fault_locked(faults[i]);
+}
+
+void EmuUnified::serve_fault_locked(const CpuFault& fault) {
   const uint64_t page_va = fault.address / kPage * kPage;
   // What the faulting thread gets when the page's state asks for nothing more: its own 4 KiB
   // page, as it was (an entry that was merely absent, or protection that is already gone).
   const uint64_t small = fault.address & ~uint64_t{4095};
-  Lock lock(mu_);
   ManagedRange* r = find(page_va);
   if (!r) {
     // Freed meanwhile: unwatching woke the thread already; this only covers the race.
@@ -275,6 +296,16 @@ void EmuUnified::visit_statistics(StatisticsVisitor& visitor) const {
   visitor.counter("managed", "evictions", counters_.evictions.load());
   visitor.counter("managed", "prefetch_bytes", counters_.prefetch_bytes.load());
   visitor.counter("managed", "read_copy_invalidations", counters_.read_copy_invalidations.load());
+  // How the fault thread found the faults: in how many reads, and how many at once.
+  visitor.counter("managed", "cpu_faults", counters_.cpu_faults.load());
+  visitor.counter("managed", "fault_batches", counters_.fault_batches.load());
+  visitor.counter("managed", "fault_batch_max", counters_.fault_batch_max.load());
+  static const char* const kBucketNames[kBatchBuckets] = {
+      "fault_batches_of_1", "fault_batches_of_2_3", "fault_batches_of_4_7", "fault_batches_of_8_15",
+      "fault_batches_of_16_plus"};
+  for (size_t b = 0; b < kBatchBuckets; ++b) {
+    visitor.counter("managed", kBucketNames[b], counters_.fault_batch_sizes[b].load());
+  }
 }
 
 }  // namespace aclvmm::dev::emu

@@ -109,9 +109,14 @@ class EmuUnified final : public UnifiedMemory {
  private:
   using Lock = std::unique_lock<std::mutex>;
   using Pages = std::vector<std::pair<ManagedRange*, size_t>>;
+  // Fault batches by size: 1, 2-3, 4-7, 8-15, 16 and more.
+  static constexpr size_t kBatchBuckets = 5;
   struct Counters {
     std::atomic<uint64_t> host_faults{0}, device_faults{0}, bytes_to_device{0}, bytes_to_host{0},
         evictions{0}, prefetch_bytes{0}, read_copy_invalidations{0};
+    // The fault thread's reads: batches, the faults they held, the largest, and their sizes.
+    std::atomic<uint64_t> fault_batches{0}, cpu_faults{0}, fault_batch_max{0};
+    std::atomic<uint64_t> fault_batch_sizes[kBatchBuckets] = {};
   };
 
   ManagedRange* find(uint64_t va) const;
@@ -139,7 +144,11 @@ class EmuUnified final : public UnifiedMemory {
 
   // emu_unified.cpp: ranges and the fault thread.
   void serve_faults();
-  void serve_fault(const CpuFault& fault);
+  // A batch of faults read at once, under one hold of mu_. Faults on the same 2 MiB page are
+  // served by its first migration; each still gets its own 4 KiB page resolved.
+  void serve_batch(const CpuFault* faults, size_t n);
+  void serve_fault_locked(const CpuFault& fault);
+  void count_batch(size_t n);
   // Under life_mu_ and mu_. EAGAIN when the fault thread cannot be created (nothing stays
   // started); a machine without fault tracking is not an error (the pages stay on the host).
   Result start_tracking();

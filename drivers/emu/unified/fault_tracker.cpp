@@ -285,10 +285,21 @@ int UffdFaultTracker::allow_writes(uint64_t va, uint64_t size) {
 }
 
 int UffdFaultTracker::next_fault(int timeout_ms, CpuFault* fault) {
+  if (!fault) return -EINVAL;
+  const int n = next_faults(timeout_ms, fault, 1);
+  return n < 0 ? n : 0;
+}
+
+int UffdFaultTracker::next_faults(int timeout_ms, CpuFault* out, size_t max) {
   if (int e = injected(dev::steps::kEmuCpuFaultNext)) return e;
   const int fd = this->fd();
   if (fd < 0) return -EBADF;
-  if (!fault) return -EINVAL;
+  if (!out || max == 0) return -EINVAL;
+  // One read takes as many pending messages as the buffer holds (the kernel waits only for the
+  // first, and the descriptor is non-blocking anyway).
+  constexpr size_t kMaxBatch = 64;
+  if (max > kMaxBatch) max = kMaxBatch;
+  struct uffd_msg msgs[kMaxBatch];
   using Clock = std::chrono::steady_clock;
   const auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms < 0 ? 0 : timeout_ms);
   for (;;) {
@@ -308,22 +319,26 @@ int UffdFaultTracker::next_fault(int timeout_ms, CpuFault* fault) {
     if (n == 0) return -ETIMEDOUT;
     if (p.revents & POLLNVAL) return -EBADF;
     if (p.revents & POLLERR) return -EIO;
-    struct uffd_msg msg;
-    const ssize_t got = ::read(fd, &msg, sizeof msg);
+    const ssize_t got = ::read(fd, msgs, max * sizeof msgs[0]);
     if (got < 0) {
-      // Another thread took the message between poll and read.
+      // Another thread took the messages between poll and read.
       if (errno == EAGAIN || errno == EINTR) {
         if (timeout_ms >= 0 && Clock::now() >= deadline) return -ETIMEDOUT;
         continue;
       }
       return -errno;
     }
-    if (got != static_cast<ssize_t>(sizeof msg)) return -EIO;
-    if (msg.event != UFFD_EVENT_PAGEFAULT) continue;
-    fault->address = msg.arg.pagefault.address;
-    fault->write = (msg.arg.pagefault.flags & UFFD_PAGEFAULT_FLAG_WRITE) != 0;
-    fault->write_protect = (msg.arg.pagefault.flags & UFFD_PAGEFAULT_FLAG_WP) != 0;
-    return 0;
+    if (got == 0 || got % static_cast<ssize_t>(sizeof msgs[0]) != 0) return -EIO;
+    size_t faults = 0;
+    for (size_t i = 0; i < static_cast<size_t>(got) / sizeof msgs[0]; ++i) {
+      const struct uffd_msg& msg = msgs[i];
+      if (msg.event != UFFD_EVENT_PAGEFAULT) continue;
+      CpuFault& f = out[faults++];
+      f.address = msg.arg.pagefault.address;
+      f.write = (msg.arg.pagefault.flags & UFFD_PAGEFAULT_FLAG_WRITE) != 0;
+      f.write_protect = (msg.arg.pagefault.flags & UFFD_PAGEFAULT_FLAG_WP) != 0;
+    }
+    if (faults > 0) return static_cast<int>(faults);
   }
 }
 

@@ -29,6 +29,7 @@
 #pragma once
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <mutex>
 #include <optional>
@@ -83,6 +84,10 @@ class UffdFaultTracker final {
   // Waits up to timeout_ms for a fault: 0 with *fault set, -ETIMEDOUT, or -errno. timeout_ms < 0
   // waits without limit. Several threads faulting on one page give several faults.
   int next_fault(int timeout_ms, CpuFault* fault);
+  // The same for a batch: waits as next_fault() for the first fault, then takes every fault
+  // already pending as well, up to `max`, in one read (UVM services faults in batches too). The
+  // number of faults in out[0..n), or -ETIMEDOUT / -errno.
+  int next_faults(int timeout_ms, CpuFault* out, size_t max);
 
   // Write tracking: uffd write-protection on shmem (Linux 5.19+), asked for at start() and used
   // when granted. A CPU write to a protected page blocks and is reported with write_protect set,

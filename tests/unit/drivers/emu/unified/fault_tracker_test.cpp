@@ -1,5 +1,8 @@
 // Tests of the emu fault tracker against the real kernel: revoked pages block the CPU, faults are
 // reported, resolve lets the CPU in with the bytes the "device" wrote meanwhile.
+#include "drivers/emu/unified/fault_tracker.h"
+
+#include <dirent.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/mman.h>
@@ -12,12 +15,13 @@
 #include <cstring>
 #include <functional>
 #include <memory>
+#include <set>
+#include <string>
 #include <thread>
 #include <vector>
 
 #include "drivers/emu/os/host_copy.h"
 #include "drivers/emu/os/memfd_memory.h"
-#include "drivers/emu/unified/fault_tracker.h"
 
 namespace aclvmm::dev::emu {
 namespace {
@@ -424,6 +428,67 @@ TEST(EmuFaultTrackerPopulate, AllocatesAndKeepsBytes) {
   EXPECT_EQ(mem->populate(kSize, 0), 0);
   EXPECT_EQ(mem->populate(kSize - page(), 2 * page()), -EINVAL);
   EXPECT_EQ(mem->populate(kSize + 1, 0), -EINVAL);
+}
+
+}  // namespace
+}  // namespace aclvmm::dev::emu
+
+namespace aclvmm::dev::emu {
+namespace {
+
+// Threads of this process other than the caller that are asleep ('S' or 'D' in their stat): a
+// thread blocked in a fault sleeps, one on its way to the fault runs.
+int sleeping_threads() {
+  int n = 0;
+  const std::string self = std::to_string(gettid());
+  DIR* d = opendir("/proc/self/task");
+  if (d == nullptr) return -1;
+  while (dirent* e = readdir(d)) {
+    if (e->d_name[0] == '.' || self == e->d_name) continue;
+    char stat[512] = {};
+    const std::string path = std::string("/proc/self/task/") + e->d_name + "/stat";
+    FILE* f = std::fopen(path.c_str(), "re");
+    if (f == nullptr) continue;
+    const size_t got = std::fread(stat, 1, sizeof stat - 1, f);
+    std::fclose(f);
+    const char* state = std::strrchr(stat, ')');
+    if (got > 0 && state != nullptr && (state[2] == 'S' || state[2] == 'D')) ++n;
+  }
+  closedir(d);
+  return n;
+}
+
+// Faults pending together come out of one read (UVM's batches): eight threads blocked on eight
+// revoked pages give one batch of eight; a smaller `max` takes that many and leaves the rest for
+// the next read.
+TEST_F(EmuFaultTracker, PendingFaultsComeOutOfOneRead) {
+  constexpr int kThreads = 8;
+  Releaser rel(tracker_, base_, kSize);
+  ASSERT_EQ(tracker_.revoke(base_, kSize), 0);
+  Access a[kThreads];
+  for (int i = 0; i < kThreads; ++i)
+    rel.read(base_ + static_cast<uint64_t>(i) * 64 * page(), &a[i]);
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (sleeping_threads() < kThreads && std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(milliseconds(1));
+  }
+  ASSERT_EQ(sleeping_threads(), kThreads) << "the threads did not all block in their faults";
+  CpuFault f[16];
+  ASSERT_EQ(tracker_.next_faults(1000, f, 3), 3);
+  ASSERT_EQ(tracker_.next_faults(1000, f + 3, 16), kThreads - 3) << "the rest in one read";
+  std::set<uint64_t> pages;
+  for (int i = 0; i < kThreads; ++i) {
+    EXPECT_FALSE(f[i].write);
+    pages.insert(f[i].address & ~(page() - 1));
+  }
+  EXPECT_EQ(pages.size(), static_cast<size_t>(kThreads)) << "one fault per thread";
+  EXPECT_EQ(tracker_.next_faults(50, f, 16), -ETIMEDOUT);
+  EXPECT_EQ(tracker_.next_faults(0, f, 0), -EINVAL);
+  ASSERT_EQ(tracker_.resolve(base_, kSize), 0);
+  for (int i = 0; i < kThreads; ++i) {
+    ASSERT_TRUE(wait_for(a[i].done, milliseconds(5000)));
+    EXPECT_EQ(a[i].value.load(), pattern(static_cast<uint64_t>(i) * 64 * page()));
+  }
 }
 
 }  // namespace
