@@ -6,6 +6,7 @@
 // deterministically by the fault tracker's unit test (PendingFaultsComeOutOfOneRead).
 #include <atomic>
 #include <cstring>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -98,6 +99,27 @@ TEST_F(ManagedFaultBatchTest, ConcurrentFaultsAreReadInBatchesTheStatisticsShow)
     shared = fault_round(p, round) < 16;
   }
   EXPECT_TRUE(shared) << "no two faults were ever served in one batch";
+  EXPECT_EQ(aclrtFree(p), kOk);
+}
+
+// A CPU fault gives its thread its own 4 KiB first and then the rest of the 2 MiB page: reading
+// the whole page afterwards faults no more (one fault read, one migration).
+TEST_F(ManagedFaultBatchTest, OneFaultGivesBackTheWholePage) {
+  char* p = managed(k2M);
+  ASSERT_NE(p, nullptr);
+  REQUIRE_MANAGED_TRACKING();
+  std::memset(p, 0x3d, k2M);
+  aclrtStream s = nullptr;
+  ASSERT_EQ(aclrtCreateStream(&s), kOk);
+  ASSERT_EQ(aclrtMemManagedPrefetchAsync(p, k2M, kDev0, 0, s), kOk);
+  ASSERT_EQ(aclrtSynchronizeStream(s), kOk);
+  ASSERT_EQ(aclrtDestroyStream(s), kOk);
+  const BatchCounters before = batch_counters();
+  ManagedDelta d;
+  EXPECT_EQ(reinterpret_cast<volatile char*>(p)[k2M / 2 + 7], 0x3d);  // the fault, mid-page
+  EXPECT_TRUE(all_bytes(std::string(p, k2M), 0x3d));  // every other 4 KiB of the page
+  d.expect(1, 0, 0, 1, "one fault brings the page back");
+  EXPECT_EQ(batch_counters().faults - before.faults, 1) << "the rest of the page faulted again";
   EXPECT_EQ(aclrtFree(p), kOk);
 }
 

@@ -277,7 +277,7 @@ void EmuUnified::serve_fault_locked(const CpuFault& fault) {
   if (p.resident != kNoDevice && p.cpu_revoked) {
     counters_.host_faults.fetch_add(1);
     event("cpu_fault", page_va, kNoDevice);
-    if (to_host(*r, i, false)) return;
+    if (to_host(*r, i, false, small)) return;
   }
   if (p.write_protected) {
     (void)tracker_.resolve_read_only(small, 4096);

@@ -129,8 +129,9 @@ class EmuUnified final : public UnifiedMemory {
 
   // residency.cpp: the migration model.
   Result to_device(ManagedRange& r, size_t page, DeviceIndex device);
-  // true when it gave the CPU its access back.
-  bool to_host(ManagedRange& r, size_t page, bool eviction);
+  // true when it gave the CPU its access back. `first` (a fault's 4 KiB page in it, or 0) is
+  // given back before the rest of the page, so that the faulting thread runs again at once.
+  bool to_host(ManagedRange& r, size_t page, bool eviction, uint64_t first = 0);
   bool cpu_keeps_access(const ManagedPage& p) const;
   bool evict_one(DeviceIndex device);
   // A device takes a read copy of a READ_MOSTLY page; CPU writes are caught from then on.

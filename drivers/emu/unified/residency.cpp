@@ -99,7 +99,7 @@ Result EmuUnified::to_device(ManagedRange& r, size_t page, DeviceIndex device) {
   return Result::success();
 }
 
-bool EmuUnified::to_host(ManagedRange& r, size_t page, bool eviction) {
+bool EmuUnified::to_host(ManagedRange& r, size_t page, bool eviction, uint64_t first) {
   ManagedPage& p = r.pages[page];
   if (p.resident == kNoDevice) return false;
   ledger_.uncharge(Location::device(p.resident), kPage);
@@ -110,8 +110,20 @@ bool EmuUnified::to_host(ManagedRange& r, size_t page, bool eviction) {
   counters_.bytes_to_host.fetch_add(kPage);
   if (eviction) counters_.evictions.fetch_add(1);
   if (!p.cpu_revoked) return false;
-  // The whole page was revoked and is populated: one ioctl gives the CPU all of it back.
-  (void)tracker_.resolve(r.base + page * kPage, kPage);
+  const uint64_t va = r.base + page * kPage;
+  constexpr uint64_t kSmall = 4096;
+  if (first >= va && first + kSmall <= va + kPage) {
+    // The faulting thread's own 4 KiB first: one small UFFDIO_CONTINUE wakes it (mapping all 512
+    // entries first made the fault 3x the raw round trip), then the rest of the page, which a
+    // thread touching it meanwhile merely waits for (its fault finds the page on the host).
+    (void)tracker_.resolve(first, kSmall);
+    if (first > va) (void)tracker_.resolve(va, first - va);
+    if (first + kSmall < va + kPage)
+      (void)tracker_.resolve(first + kSmall, va + kPage - first - kSmall);
+  } else {
+    // The whole page was revoked and is populated: one ioctl gives the CPU all of it back.
+    (void)tracker_.resolve(va, kPage);
+  }
   p.cpu_revoked = false;
   if (p.preferred.kind == Location::Kind::kHostNuma) place_on_node(r, page, p.preferred.id);
   return true;
