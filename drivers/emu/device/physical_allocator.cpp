@@ -7,8 +7,9 @@
 
 #include "drivers/emu/device/capacity.h"
 #include "drivers/emu/device/physical_object.h"
-#include "drivers/emu/sharing/emu_sharing.h"
 #include "drivers/emu/os/memfd_memory.h"
+#include "drivers/emu/os/memory_recycler.h"
+#include "drivers/emu/sharing/emu_sharing.h"
 #include "drivers/injection_steps.h"
 
 namespace aclvmm::dev::emu {
@@ -32,6 +33,9 @@ EmuPhysicalAllocator::~EmuPhysicalAllocator() {
     object->drop();
     object = next;
   }
+  // The backend goes (aclFinalize): freed device memory is not kept for allocations that may
+  // never come.
+  os::recycler::drain();
 }
 
 void EmuPhysicalAllocator::hold(EmuPhysical* object) {
@@ -80,7 +84,9 @@ Result EmuPhysicalAllocator::make(const PhysicalSpec& spec, EmuPhysical** out) {
   if (Result r = ledger_.charge(spec.location, spec.size); !r.ok()) return r;
   std::shared_ptr<os::PhysicalMemory> memory;
   Result made = gate_.check(steps::kEmuMemfdCreate);
-  if (made.ok()) made = Result::from_raw(os::MemfdMemory::create(spec.size, &memory));
+  // Device memory comes from, and goes back to, the recycler (os/memory_recycler.h).
+  const bool device = spec.location.kind == Location::Kind::kDevice;
+  if (made.ok()) made = Result::from_raw(os::MemfdMemory::create(spec.size, &memory, device));
   EmuPhysical* object = nullptr;
   if (made.ok()) {
     PhysicalProperties props;

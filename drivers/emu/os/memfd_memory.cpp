@@ -12,11 +12,13 @@
 #include <atomic>
 #include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <limits>
 #include <new>
 
 #include "drivers/emu/os/descriptor_room.h"
 #include "drivers/emu/os/host_copy.h"
+#include "drivers/emu/os/memory_recycler.h"
 #include "drivers/emu/os/pattern.h"
 #include "drivers/emu/os/util.h"
 #include "drivers/emu/sanitizers.h"
@@ -70,15 +72,33 @@ int MemfdMemory::wrap(int fd, uint64_t size, bool budgeted, std::shared_ptr<Phys
     return -ENOMEM;
   }
   try {
-    out->reset(mem);  // deletes `mem` (closing fd) if the control block cannot be allocated
+    // release() deletes `mem` (closing fd) if the control block cannot be allocated.
+    out->reset(mem, &MemfdMemory::release);
   } catch (const std::bad_alloc&) {
     return -ENOMEM;
   }
   return 0;
 }
 
-int MemfdMemory::create(uint64_t size, std::shared_ptr<PhysicalMemory>* out) {
+void MemfdMemory::release(MemfdMemory* m) {
+  if (m->recyclable_ && !m->shared_.load(std::memory_order_acquire) && recycler::offer(m)) return;
+  delete m;
+}
+
+int MemfdMemory::create(uint64_t size, std::shared_ptr<PhysicalMemory>* out, bool recyclable) {
   if (!out || size == 0 || size > kMaxFileSize) return -EINVAL;
+  if (recyclable) {
+    if (MemfdMemory* m = recycler::take(size)) {
+      // Its bytes are the previous allocation's until written or zeroed.
+      m->make_stale();
+      try {
+        out->reset(m, &MemfdMemory::release);
+      } catch (const std::bad_alloc&) {
+        return -ENOMEM;  // release() gave it back
+      }
+      return 0;
+    }
+  }
   // Every live allocation holds its descriptor, and applications keep thousands of handles:
   // they live above the application's soft limit (descriptor_room.h).
   bool budgeted = false;
@@ -102,7 +122,9 @@ int MemfdMemory::create(uint64_t size, std::shared_ptr<PhysicalMemory>* out) {
     if (budgeted) release_budgeted();
     return -e;
   }
-  return wrap(fd, size, budgeted, out);
+  if (int rc = wrap(fd, size, budgeted, out)) return rc;
+  static_cast<MemfdMemory*>(out->get())->recyclable_ = recyclable;
+  return 0;
 }
 
 int MemfdMemory::adopt(int fd, uint64_t size, std::shared_ptr<PhysicalMemory>* out) {
@@ -175,6 +197,7 @@ bool MemfdMemory::dense(const uint8_t* view, uint64_t offset, size_t n) const {
 int MemfdMemory::copy_to(uint64_t offset, PhysicalMemory& dst, uint64_t dst_offset,
                          size_t n) const {
   if (int rc = check_range(offset, n)) return rc;
+  if (int rc = make_clean(offset + n)) return rc;
   uint8_t* v = n >= kViewMinRead ? view() : nullptr;
   if (v && dense(v, offset, n)) return dst.write(dst_offset, v + offset, n);
   // Small, sparse or no view: through a bounce buffer, one pread and one write per piece.
@@ -204,8 +227,73 @@ int MemfdMemory::check_range(uint64_t offset, size_t n) const {
 
 // Through the view with host_copy (a guarded memcpy), else pread/pwrite: either way the copy is
 // checked, so a bad host buffer becomes EFAULT instead of a fault in this process.
+int MemfdMemory::fd() const {
+  (void)make_clean(size_);  // zeroing through the view or pwrite cannot fail on memory we hold
+  return fd_;
+}
+
+int MemfdMemory::make_clean(uint64_t end) const {
+  if (clean_until_.load(std::memory_order_acquire) >= end) return 0;
+  std::lock_guard<std::mutex> lock(stale_mu_);
+  const uint64_t clean = clean_until_.load(std::memory_order_relaxed);
+  if (clean >= end) return 0;
+  if (int rc = zero(clean, end - clean)) return rc;
+  clean_until_.store(end, std::memory_order_release);
+  return 0;
+}
+
+int MemfdMemory::zero(uint64_t offset, uint64_t n) const {
+  if (n == 0) return 0;
+  // Recycled memory keeps its view: zeroing through it writes pages that are already mapped,
+  // at memset speed.
+  if (uint8_t* v = view_.load(std::memory_order_acquire)) {
+    std::memset(v + offset, 0, n);
+    return 0;
+  }
+  const uint64_t page = page_size();
+  const uint64_t hole_begin = align_up(offset, page);
+  const uint64_t hole_end = align_down(offset + n, page);
+  uint64_t edges[2][2] = {{offset, offset + n}, {offset + n, offset + n}};
+  if (hole_begin < hole_end &&
+      ::fallocate(fd_, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, static_cast<off_t>(hole_begin),
+                  static_cast<off_t>(hole_end - hole_begin)) == 0) {
+    edges[0][1] = hole_begin;
+    edges[1][0] = hole_end;
+  }
+  static const uint8_t kZeros[64 << 10] = {};
+  for (const auto& e : edges) {
+    for (uint64_t at = e[0]; at < e[1];) {
+      const size_t len = static_cast<size_t>(std::min<uint64_t>(e[1] - at, sizeof kZeros));
+      const ssize_t r = ::pwrite(fd_, kZeros, len, static_cast<off_t>(at));
+      if (r < 0 && errno == EINTR) continue;
+      if (r <= 0) return r < 0 ? -errno : -EIO;
+      at += static_cast<uint64_t>(r);
+    }
+  }
+  return 0;
+}
+
+template <typename Write>
+int MemfdMemory::writing(uint64_t offset, uint64_t n, Write write) {
+  if (clean_until_.load(std::memory_order_acquire) >= size_) return write();
+  std::lock_guard<std::mutex> lock(stale_mu_);
+  uint64_t clean = clean_until_.load(std::memory_order_relaxed);
+  if (clean >= size_) return write();
+  if (offset > clean) {
+    // A gap between the clean part and this write would be left stale: zeroed first.
+    if (int rc = zero(clean, offset - clean)) return rc;
+    clean = offset;
+    clean_until_.store(clean, std::memory_order_release);
+  }
+  const int rc = write();
+  // A failed write may have left part of its range stale: only a whole one moves the end.
+  if (rc == 0 && offset + n > clean) clean_until_.store(offset + n, std::memory_order_release);
+  return rc;
+}
+
 int MemfdMemory::read(uint64_t offset, void* dst, size_t n) const {
   if (int rc = check_range(offset, n)) return rc;
+  if (int rc = make_clean(offset + n)) return rc;
   uint8_t* v = n >= kViewMinRead ? view() : nullptr;
   if (v && dense(v, offset, n)) return host_copy(dst, v + offset, n);
   auto* p = static_cast<uint8_t*>(dst);
@@ -225,6 +313,10 @@ int MemfdMemory::read(uint64_t offset, void* dst, size_t n) const {
 
 int MemfdMemory::write(uint64_t offset, const void* src, size_t n) {
   if (int rc = check_range(offset, n)) return rc;
+  return writing(offset, n, [&] { return write_unchecked(offset, src, n); });
+}
+
+int MemfdMemory::write_unchecked(uint64_t offset, const void* src, size_t n) {
   if (uint8_t* v = n >= kViewMinWrite ? view() : nullptr) return host_copy(v + offset, src, n);
   auto* p = static_cast<const uint8_t*>(src);
   while (n > 0) {
@@ -248,7 +340,7 @@ int MemfdMemory::write_pattern(uint64_t offset, uint8_t value, uint64_t n) {
   if (!pattern) return -ENOMEM;
   while (n > 0) {
     size_t chunk = static_cast<size_t>(std::min<uint64_t>(n, kPatternBytes));
-    if (int rc = write(offset, pattern, chunk)) return rc;
+    if (int rc = write_unchecked(offset, pattern, chunk)) return rc;
     offset += chunk;
     n -= chunk;
   }
@@ -258,6 +350,10 @@ int MemfdMemory::write_pattern(uint64_t offset, uint8_t value, uint64_t n) {
 int MemfdMemory::fill(uint64_t offset, uint8_t value, size_t n) {
   if (int rc = check_range(offset, n)) return rc;
   if (n == 0) return 0;
+  return writing(offset, n, [&] { return fill_unchecked(offset, value, n); });
+}
+
+int MemfdMemory::fill_unchecked(uint64_t offset, uint8_t value, size_t n) {
   if (value == 0) {
     const uint64_t page = page_size();
     const uint64_t end = offset + n;
@@ -285,6 +381,7 @@ int MemfdMemory::fill(uint64_t offset, uint8_t value, size_t n) {
 int MemfdMemory::populate(uint64_t offset, size_t n) {
   if (int rc = check_range(offset, n)) return rc;
   if (n == 0) return 0;
+  if (int rc = make_clean(offset + n)) return rc;
   int rc;
   do {
     rc = ::fallocate(fd_, 0, static_cast<off_t>(offset), static_cast<off_t>(n));

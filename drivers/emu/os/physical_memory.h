@@ -38,6 +38,9 @@ class PhysicalMemory {
   // Copies n bytes at `offset` into `dst` at `dst_offset` in one pass, through dst.write() from
   // this memory's own CPU view where it has one.
   virtual int copy_to(uint64_t offset, PhysicalMemory& dst, uint64_t dst_offset, size_t n) const = 0;
+  // The memory is exported: another process may hold its descriptor from now on, so it must not
+  // be recycled for another allocation of this one (memory_recycler.h).
+  virtual void mark_shared() {}
 };
 
 }  // namespace aclvmm::dev::emu::os

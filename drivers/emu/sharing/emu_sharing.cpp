@@ -144,6 +144,8 @@ Result EmuSharing::export_locked(PhysicalId memory, uint64_t* token) {
   e.memory = memory;
   e.properties = object->properties();
   e.bytes = object->shared_memory();
+  // Other processes may hold its descriptor from now on: never recycled (os/memory_recycler.h).
+  if (e.bytes) e.bytes->mark_shared();
   uint32_t id = 0;
   try {
     // Room for the endpoint's descriptor in retired_ when it is retired later, so that retiring

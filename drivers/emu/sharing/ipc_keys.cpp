@@ -69,6 +69,8 @@ Result EmuSharing::ipc_export(const IpcRange& range, bool validate_pids, IpcKey*
   e.range = range;
   e.properties = props;
   e.bytes = object->shared_memory();
+  // Other processes may hold its descriptor from now on: never recycled (os/memory_recycler.h).
+  if (e.bytes) e.bytes->mark_shared();
   e.validate_pids = validate_pids;
   const uint64_t counter = next_key_counter();
   e.key = format_ipc_key(IpcKeyFields{static_cast<uint32_t>(tgid_), counter,

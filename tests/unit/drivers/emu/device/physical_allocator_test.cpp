@@ -12,6 +12,7 @@
 
 #include "drivers/emu/device/capacity.h"
 #include "drivers/emu/device/physical_object.h"
+#include "drivers/emu/os/memory_recycler.h"
 #include "drivers/injection_steps.h"
 #include "unit/testing/descriptors.h"
 #include "unit/testing/recording_listener.h"
@@ -45,6 +46,9 @@ TEST_F(EmuPhysicalAllocatorTest, AFailedMemfdGivesTheChargeBackAndLeaksNothing) 
   ASSERT_TRUE(physical_.create(on_device(4 * kMiB), &id).ok()) << "the rule fired once";
   EXPECT_EQ(open_descriptors(), fds + 1) << "one memfd per object";
   ASSERT_TRUE(physical_.release(id).ok());
+  // Device memory goes back to the recycler (os/memory_recycler.h), which holds it until drained.
+  EXPECT_EQ(os::recycler::counts().held, 1u);
+  os::recycler::drain();
   EXPECT_EQ(open_descriptors(), fds);
 }
 

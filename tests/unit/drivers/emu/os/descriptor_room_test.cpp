@@ -43,7 +43,9 @@ class DescriptorRoom : public ::testing::Test {
   }
   void TearDown() override {
     for (int fd : held_) close(fd);
-    if (lowered_) EXPECT_EQ(setrlimit(RLIMIT_NOFILE, &saved_), 0);
+    if (lowered_) {
+      EXPECT_EQ(setrlimit(RLIMIT_NOFILE, &saved_), 0);
+    }
   }
   static rlim_t soft_now() {
     rlimit now{};
