@@ -32,20 +32,6 @@ class TotalPoints : public ::testing::Environment {
 
 class RollbackSweepShare : public RollbackSweepTest {};
 
-// Whether this process has no sharing endpoint (waits up to 2 s: after its last export ends, the
-// listener keeps the endpoint for a following export for a moment, then closes it).
-bool no_endpoint_of_mine() {
-  const uint32_t mine = static_cast<uint32_t>(getpid()) & 0x3ffff;
-  for (int i = 0; i < 200; ++i) {
-    const auto ids = share_test::live_endpoint_ids();
-    if (std::none_of(ids.begin(), ids.end(), [&](uint32_t id) { return (id & 0x3ffff) == mine; })) {
-      return true;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  return false;
-}
-
 TEST_F(RollbackSweepShare, ExportAndImportRollBack) {
   aclrtDrvMemHandle h = nullptr, imported = nullptr;
   uint64_t token = 0;
@@ -53,7 +39,7 @@ TEST_F(RollbackSweepShare, ExportAndImportRollBack) {
   exp.name = "aclrtMemExportToShareableHandle";
   // The first export of a group of share ids binds the group's endpoint: each run is one.
   exp.setup = [&] {
-    ASSERT_TRUE(no_endpoint_of_mine());
+    ASSERT_TRUE(share_test::endpoints_become(getpid(), 0));
     h = make_handle();
   };
   exp.run = [&] { return aclrtMemExportToShareableHandle(h, ACL_MEM_HANDLE_TYPE_NONE, 0, &token); };

@@ -2,7 +2,6 @@
 // ids, so a process with hundreds of live exports holds a handful of listening sockets, every
 // token of a group is served on the group's endpoint, and a group whose name another process
 // holds is skipped whole (the kernel's refusal of a second bind keeps each group to one process).
-#include <dirent.h>
 #include <fcntl.h>
 #include <sys/resource.h>
 #include <unistd.h>
@@ -17,6 +16,7 @@
 #include "api/hostile_util.h"
 #include "integration/share_peer/peer_client.h"
 #include "integration/share_peer/raw_endpoint.h"
+#include "unit/testing/descriptors.h"
 
 namespace {
 
@@ -28,33 +28,9 @@ constexpr uint32_t kGroups = 64;  // share id bits 26-31
 constexpr aclError kShareIdsExhausted = 507899;
 
 uint32_t my_pid_bits() { return static_cast<uint32_t>(getpid()) & 0x3ffff; }
-
-// This process's live endpoints (their ids), as the kernel lists them.
-std::set<uint32_t> my_endpoints() {
-  std::set<uint32_t> mine;
-  for (uint32_t id : live_endpoint_ids()) {
-    if ((id & 0x3ffff) == my_pid_bits()) mine.insert(id);
-  }
-  return mine;
-}
-
-// Waits up to 2 s until this process holds exactly `want` endpoints.
-bool endpoints_become(size_t want) {
-  for (int i = 0; i < 200; ++i) {
-    if (my_endpoints().size() == want) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  return false;
-}
-
-size_t open_descriptors() {
-  size_t n = 0;
-  if (DIR* d = opendir("/proc/self/fd")) {
-    while (readdir(d) != nullptr) ++n;
-    closedir(d);
-  }
-  return n;
-}
+std::set<uint32_t> my_endpoints() { return endpoints_of(getpid()); }
+bool endpoints_become(size_t want) { return share_test::endpoints_become(getpid(), want); }
+using aclvmm::testing::open_descriptors;
 
 uint32_t group_endpoint(uint32_t group) { return share_id_for(my_pid_bits(), group << 8); }
 

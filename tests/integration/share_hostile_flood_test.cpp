@@ -166,13 +166,6 @@ TEST_F(ShareHostileFlood, ExporterOutOfDescriptorsDoesNotSpin) {
   EXPECT_EQ(e.finish(), 0);
 }
 
-// The endpoints of aclvmm exports whose share id names `pid`.
-size_t endpoints_of(pid_t pid) {
-  const auto ids = live_endpoint_ids();
-  return std::count_if(ids.begin(), ids.end(),
-                       [pid](uint32_t id) { return (id & 0x3ffff) == (static_cast<uint32_t>(pid) & 0x3ffff); });
-}
-
 // Item 8: the first export starts the listener thread; when no thread can be created (the uid is
 // at RLIMIT_NPROC; root ignores the limit, so the exporter becomes nobody) the export returns
 // 207005 and rolls back: no endpoint, no record, no descriptor. Once threads can be created again
@@ -189,11 +182,11 @@ TEST_F(ShareHostileFlood, ExportWhoseListenerCannotStartRollsBack) {
   EXPECT_EQ(Peer::code_of(r), ACL_ERROR_RT_RESOURCE_ALLOC_FAIL);
   EXPECT_EQ(stat_int(e.stats(), "live.exports"), 0);
   EXPECT_EQ(fd_count(e), base) << "descriptors left by the failed export";
-  EXPECT_EQ(endpoints_of(e.pid()), 0u) << "an endpoint left by the failed export";
+  EXPECT_EQ(endpoints_of(e.pid()).size(), 0u) << "an endpoint left by the failed export";
   ASSERT_EQ(e.rc("limit nproc max"), 0);
   const uint64_t token = e.export_token(0);
   EXPECT_EQ(token & 0x3ffff, static_cast<uint64_t>(e.pid()) & 0x3ffff) << "the token names its exporter";
-  EXPECT_EQ(endpoints_of(e.pid()), 1u);
+  EXPECT_EQ(endpoints_of(e.pid()).size(), 1u);
   EXPECT_EQ(stat_int(e.stats(), "live.exports"), 1);
   EXPECT_EQ(e.finish(), 0);
 }

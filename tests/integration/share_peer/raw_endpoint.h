@@ -22,6 +22,7 @@
 #include <cstdio>
 #include <cstring>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -171,6 +172,25 @@ inline std::vector<uint32_t> live_endpoint_ids() {
   }
   std::fclose(f);
   return ids;
+}
+
+// The live endpoints whose ids name `pid` (its low 18 bits, as share ids do).
+inline std::set<uint32_t> endpoints_of(pid_t pid) {
+  std::set<uint32_t> ids;
+  for (uint32_t id : live_endpoint_ids()) {
+    if ((id & 0x3ffff) == (static_cast<uint32_t>(pid) & 0x3ffff)) ids.insert(id);
+  }
+  return ids;
+}
+
+// Waits up to 2 s until exactly `want` endpoints name `pid` (after its last export ends, a
+// process's listener keeps its endpoint for a moment before closing it).
+inline bool endpoints_become(pid_t pid, size_t want) {
+  for (int i = 0; i < 200; ++i) {
+    if (endpoints_of(pid).size() == want) return true;
+    usleep(10 * 1000);
+  }
+  return false;
 }
 
 // The link of every open descriptor of this process, by number.
