@@ -48,7 +48,8 @@ std::string stats_json(const StatsSources& sources) {
       "\"managed\": {}, "
       "\"ipc\": {{\"imports_denied\": {}, \"listener_wakeups\": {}, \"listener_timeouts\": {}, "
       "\"connections_dropped\": {}, \"impostors_refused\": {}, \"replies_refused\": {}, "
-      "\"fabric_holders\": {}, \"fabric_served\": {}, \"fabric_imports\": {}}}}}",
+      "\"fabric_holders\": {}, \"fabric_served\": {}, \"fabric_imports\": {}, "
+      "\"importer_links\": {}, \"exporter_links\": {}, \"links_reused\": {}}}}}",
       quoted(cfg.product.soc), quoted(cfg.product.family_name()), quoted(cfg.driver),
       quoted(interconnect_name(cfg.interconnect)), links_json(), devices, sources.physical.size(),
       space.region_count(RegionKind::kReservation) +
@@ -59,7 +60,8 @@ std::string stats_json(const StatsSources& sources) {
       sources.managed.stats_json(), sharing.denied(), sharing.listener_wakeups(),
       sharing.listener_timeouts(), sharing.connections_dropped(), sharing.impostors_refused(),
       sharing.replies_refused(), sharing.fabric_holders(), sharing.fabric_served(),
-      sharing.fabric_imports());
+      sharing.fabric_imports(), sharing.importer_links(), sharing.exporter_links(),
+      sharing.links_reused());
 }
 
 std::string stats_json(Runtime& rt, bool start) {

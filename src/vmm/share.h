@@ -74,6 +74,11 @@ class ShareService {
   uint64_t fabric_holders() const { return ipc("fabric_holders"); }
   uint64_t fabric_served() const { return ipc("fabric_served"); }
   uint64_t fabric_imports() const { return ipc("fabric_imports"); }
+  // Kept connections (docs/sharing.md §5): this process's idle ones to exporters and its
+  // listener's to importers now, and the requests sent on kept ones.
+  uint64_t importer_links() const { return ipc("importer_links"); }
+  uint64_t exporter_links() const { return ipc("exporter_links"); }
+  uint64_t links_reused() const { return ipc("links_reused"); }
 
  private:
   // The backend's export of `phys` (its token in *token), with the ACL layer's message on
@@ -94,9 +99,9 @@ class ShareService {
   uint64_t ipc(const char* name) const;
   // The backend's counters as they were at the last shutdown: what is reported while stopped.
   static constexpr const char* kIpcCounters[] = {
-      "imports_denied",      "listener_wakeups",  "listener_timeouts",
-      "connections_dropped", "impostors_refused", "replies_refused",
-      "fabric_holders",      "fabric_served",     "fabric_imports"};
+      "imports_denied",    "listener_wakeups", "listener_timeouts", "connections_dropped",
+      "impostors_refused", "replies_refused",  "fabric_holders",    "fabric_served",
+      "fabric_imports",    "importer_links",   "exporter_links",    "links_reused"};
   dev::Sharing* sharing() const;
 
   HandleTable<PhysicalAllocation>* physical_ = nullptr;  // set by attach, before any import

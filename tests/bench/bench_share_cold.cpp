@@ -7,6 +7,7 @@
 // with SCM_RIGHTS and a one-byte reply, the two wake-ups an import cannot do without.
 #include <dirent.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
@@ -360,6 +361,95 @@ void Acl_ManyImporters(benchmark::State& state) {
   free_exports(&live);
 }
 BENCHMARK(Acl_ManyImporters)->Args({64, 1000})->Iterations(1)->Unit(benchmark::kMillisecond);
+
+// The floor of the row above on this machine: the same number of client processes, each passing
+// the same number of round trips through one serving thread of this process, with nothing but
+// the raw calls: a one-byte request, a memfd passed back with a one-byte reply, closed. With
+// every client in a closed loop the time of one round trip is mostly the wait for the others'
+// CPU time on the machine's cores, so this is what any design that answers imports in the
+// exporter meets here.
+void Raw_ManyClients(benchmark::State& state) {
+  const size_t clients = smoke() ? 4 : static_cast<size_t>(state.range(0));
+  const size_t rounds = smoke() ? 50 : static_cast<size_t>(state.range(1));
+  const int mem = memfd_create("bench", MFD_CLOEXEC);
+  int results[2] = {-1, -1};
+  if (mem < 0 || ftruncate(mem, k2M) != 0 || pipe2(results, O_CLOEXEC) != 0) {
+    state.SkipWithError("memfd or pipe");
+    return;
+  }
+  std::vector<int> serving;
+  std::vector<pid_t> children;
+  // Made before the forks: a child of this multithreaded process calls nothing that allocates.
+  std::vector<uint32_t> times(rounds);
+  std::vector<pollfd> set;
+  std::vector<uint32_t> all;
+  all.reserve(clients * rounds);
+  for (size_t i = 0; i < clients; ++i) {
+    int pair[2];
+    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) != 0) break;
+    const pid_t child = fork();
+    if (child == 0) {
+      for (size_t k = 0; k < rounds; ++k) {
+        char b = 1;
+        int fd = -1;
+        const auto t0 = std::chrono::steady_clock::now();
+        if (!send_byte(pair[1], b, -1) || !recv_byte(pair[1], &b, &fd)) _exit(1);
+        if (fd >= 0) close(fd);
+        times[k] = static_cast<uint32_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                             std::chrono::steady_clock::now() - t0)
+                                             .count());
+      }
+      _exit(write_all(results[1], times.data(), rounds * sizeof(uint32_t)) ? 0 : 1);
+    }
+    close(pair[1]);
+    if (child < 0) {
+      close(pair[0]);
+      break;
+    }
+    children.push_back(child);
+    serving.push_back(pair[0]);
+    set.push_back(pollfd{pair[0], POLLIN, 0});
+  }
+  close(results[1]);
+  bool complete = children.size() == clients;
+  for (auto _ : state) {
+    size_t served = 0;
+    while (complete && served < clients * rounds) {
+      if (poll(set.data(), set.size(), 10000) <= 0) {
+        complete = false;
+        break;
+      }
+      for (pollfd& p : set) {
+        char b = 0;
+        int fd = -1;
+        if (p.revents == 0) continue;
+        // A client that is done hangs up: it is polled no more.
+        if (!recv_byte(p.fd, &b, &fd)) {
+          p.fd = -1;
+          continue;
+        }
+        if (!send_byte(p.fd, 2, mem)) p.fd = -1;
+        ++served;
+      }
+    }
+    for (size_t i = 0; complete && i < children.size(); ++i) {
+      complete = read_all(results[0], times.data(), rounds * sizeof(uint32_t));
+      all.insert(all.end(), times.begin(), times.end());
+    }
+  }
+  for (int fd : serving) close(fd);
+  for (pid_t child : children) waitpid(child, nullptr, 0);
+  close(results[0]);
+  close(mem);
+  if (!complete || all.empty()) {
+    state.SkipWithError("a client failed");
+    return;
+  }
+  std::sort(all.begin(), all.end());
+  state.counters["p50_us"] = all[all.size() / 2] / 1e3;
+  state.counters["p99_us"] = all[all.size() * 99 / 100] / 1e3;
+}
+BENCHMARK(Raw_ManyClients)->Args({64, 1000})->Iterations(1)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 

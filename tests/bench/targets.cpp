@@ -95,6 +95,16 @@ std::vector<Row> target_rows() {
   rows.push_back({"64 importers x 1 000 exports: import p99", Check::kCounterAtMost, {many}, {},
                   1000, "p99_us", "us"});
   rows.push_back({"  import p50", Check::kCounterInfo, {many}, {}, 0, "p50_us", "us"});
+  // What bounds it here (docs/performance.md): the raw calls alone, as many clients.
+  const std::string raw_many = "Raw_ManyClients/64/1000/iterations:1";
+  rows.push_back({"  raw descriptor pass + reply, 64 clients: p99",
+                  Check::kCounterInfo,
+                  {raw_many},
+                  {},
+                  0,
+                  "p99_us",
+                  "us"});
+  rows.push_back({"  raw p50", Check::kCounterInfo, {raw_many}, {}, 0, "p50_us", "us"});
   // Sleep/wake, small copies, managed memory, accounting (bench_sleep_wake.cpp,
   // bench_cold_paths.cpp).
   rows.push_back({"sleep/wake of device memory vs memcpy out and back", Check::kRatioAtMost,

@@ -260,8 +260,10 @@ class RollbackSweepTest : public AclTest {
   void SetUp() override {
     // The sweep compares the process's descriptors and mappings before and after each call;
     // freed device memory kept for reuse (drivers/emu/os/memory_recycler.h) holds both on
-    // purpose, so this process recycles nothing.
+    // purpose, so this process recycles nothing; connections kept to exporters after an import
+    // (docs/sharing.md §5) hold descriptors too, so it keeps none.
     setenv("ACLVMM_RECYCLE_BYTES", "0", 1);
+    setenv("ACLVMM_SHARE_LINKS", "0", 1);
     AclTest::SetUp();
     if (HasFatalFailure()) return;
     windows().clear();

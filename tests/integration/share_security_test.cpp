@@ -136,6 +136,13 @@ TEST_F(ShareSecurity, ForgedTokensNeverImport) {
   const int32_t me = getpid();
   EXPECT_EQ(e.rc(line("setpid", hex(real[1]), me)), kOk);
   EXPECT_EQ(e.rc(line("setpid", hex(real[3]), me)), kOk);
+  {
+    // The exporter keeps this process's connection after its first import (two descriptors,
+    // docs/sharing.md §5): counted from then on, it is part of the baseline.
+    void* va = nullptr;
+    aclrtDrvMemHandle h = import_and_check(real[0], 300, &va);
+    unmap_and_free(h, va);
+  }
   const int fds0 = open_fds_of(e);
   const long long denied0 = stat_int(e.stats(), "ipc.imports_denied");
   const LiveCounts live0 = live_counts();
@@ -307,6 +314,8 @@ TEST_F(ShareSecurity, ListenerRejectsMalformedRequests) {
   const int32_t me = getpid(), other = im.tgid();
   ASSERT_EQ(e.rc(line("setpid", hex(mine), me, other)), kOk);
   ASSERT_EQ(e.rc(line("setpid", hex(theirs), other)), kOk);
+  // im's connection, kept after its first import, is part of the baseline (docs/sharing.md §5).
+  expect_prompt_import(im, mine, 330, "nothing");
   const int fds0 = open_fds_of(e);
   const long long denied0 = stat_int(e.stats(), "ipc.imports_denied");
   const std::string good = request(mine);
@@ -380,9 +389,30 @@ TEST_F(ShareSecurity, ListenerRejectsMalformedRequests) {
           EXPECT_EQ(std::memcmp(m, share_peer::peer_pattern(k2M, 330).data(), k2M), 0);
           munmap(m, k2M);
         }
-        Answer more;  // and the connection ends there, whatever else was sent
+        if (c.expect == kRefused || c.expect == kUnknown) {
+          Answer more;  // a refusal ends the connection, whatever else was sent
+          await(s, 1500, &more);
+          EXPECT_EQ(more.kind, Answer::kHangUp);
+          close(s);
+          expect_prompt_import(im, mine, 330, c.what);
+          expect_fds_settle(e, fds0, c.what);
+          continue;
+        }
+        // After a grant the connection is kept for the importer's next request (docs/sharing.md
+        // §5): what else was sent is answered in turn, and one more well-formed request is
+        // served.
+        for (size_t i = 1; i < c.messages.size(); ++i) {
+          Answer next;
+          await(s, 1500, &next);
+          ASSERT_EQ(next.kind, Answer::kReply) << "message " << i;
+          EXPECT_EQ(next.reply.code, kOk) << "message " << i;
+        }
+        ASSERT_TRUE(send_message(s, good, 0));
+        Answer more;
         await(s, 1500, &more);
-        EXPECT_EQ(more.kind, Answer::kHangUp);
+        ASSERT_EQ(more.kind, Answer::kReply) << "the connection was not kept";
+        EXPECT_EQ(more.reply.code, kOk);
+        EXPECT_GE(more.fd, 0);
       }
     }
     close(s);
@@ -400,6 +430,8 @@ TEST_F(ShareSecurity, ListenerRejectsMalformedRequests) {
 TEST_F(ShareSecurity, SilentAndSlowClientsDoNotDelayImports) {
   Peer e, im;
   const std::vector<uint64_t> t = export_in_peer(e, 340, {1});
+  // im's connection, kept after its first import, is part of the baseline (docs/sharing.md §5).
+  expect_prompt_import(im, t[0], 340, "nothing");
   const int fds0 = open_fds_of(e);
   std::vector<int> silent, slow;
   for (int i = 0; i < 100; ++i) silent.push_back(connect_endpoint(t[0]));

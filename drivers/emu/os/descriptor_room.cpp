@@ -62,16 +62,19 @@ int move_above(int fd, rlim_t floor) {
 
 // Opens the window, runs `body(floor)` and closes the window again; `body` runs without the
 // window (floor 0: nothing to move) when there is no room above the soft limit.
+// Whether `lim` leaves room above the soft limit.
+bool room_above(const rlimit& lim) {
+  return lim.rlim_cur != RLIM_INFINITY && lim.rlim_cur < window_limit(lim) &&
+         lim.rlim_cur <= (1u << 30);
+}
+
 template <typename Body>
 int in_window(Body body) {
   if (!placement_enabled()) return body(rlim_t{0});
   register_fork_handler();
   std::lock_guard<std::mutex> lock(g_window_mu);
   rlimit saved{};
-  if (::getrlimit(RLIMIT_NOFILE, &saved) != 0 || saved.rlim_cur == RLIM_INFINITY ||
-      saved.rlim_cur >= window_limit(saved) || saved.rlim_cur > (1u << 30)) {
-    return body(rlim_t{0});
-  }
+  if (::getrlimit(RLIMIT_NOFILE, &saved) != 0 || !room_above(saved)) return body(rlim_t{0});
   rlimit raised = saved;
   raised.rlim_cur = window_limit(saved);
   if (::setrlimit(RLIMIT_NOFILE, &raised) != 0) return body(rlim_t{0});
@@ -120,8 +123,12 @@ int place_held(int fd, bool* budgeted) {
     return fd;
   }
   rlimit now{};
-  // Already out of the application's range (received while its range was full, say).
-  if (::getrlimit(RLIMIT_NOFILE, &now) == 0 && static_cast<rlim_t>(fd) >= now.rlim_cur) return fd;
+  // Already out of the application's range (received while its range was full, say), or no room
+  // above it to move to (hard == soft): the window would find the same and do nothing.
+  if (::getrlimit(RLIMIT_NOFILE, &now) == 0 &&
+      (static_cast<rlim_t>(fd) >= now.rlim_cur || !room_above(now))) {
+    return fd;
+  }
   return in_window([&](rlim_t floor) { return floor == 0 ? fd : move_above(fd, floor); });
 }
 

@@ -14,6 +14,11 @@ struct Counters {
   std::atomic<uint64_t> dropped{0};            // connections closed unanswered
   std::atomic<uint64_t> impostors{0};          // endpoints held by a process not the exporter
   std::atomic<uint64_t> bad_replies{0};        // replies or memory no exporter of emu sends
+  // Kept connections (docs/sharing.md §5): an importer's idle ones to exporters now, a listener's
+  // to importers now (gauges, two descriptors each), and the requests sent on an importer's.
+  std::atomic<uint64_t> importer_links{0};
+  std::atomic<uint64_t> exporter_links{0};
+  std::atomic<uint64_t> reused{0};
   // Other servers (docs/fabric.md): holders of this process's exports now (a gauge), imports
   // answered for them, and imports of other servers' exports made here.
   std::atomic<uint64_t> fabric_holders{0};

@@ -332,11 +332,15 @@ Result EmuSharing::set_pids(ShareToken token, const int32_t* pids, uint32_t coun
   // Another process's token: only its exporter may list pids (the kernel's EACCES), an unknown
   // one is EFAULT.
   share::wire::Reply rep{};
-  const int rc = exchange(token.value, share::wire::kProbe, -1, &rep, nullptr);
-  if (rc == static_cast<int>(sizeof rep) && rep.magic == share::wire::kMagic && rep.code == 0) {
-    return fail(EACCES);
+  Link link;
+  const int rc = exchange(token.value, share::wire::kProbe, -1, &rep, nullptr, &link);
+  const bool reply = rc == static_cast<int>(sizeof rep) && rep.magic == share::wire::kMagic;
+  if (reply && rep.code == 0) {
+    put_link(link);
+  } else {
+    close_link(link);
   }
-  return fail(EFAULT);
+  return fail(reply && rep.code == 0 ? EACCES : EFAULT);
 }
 
 void EmuSharing::remember_released(uint32_t share_id) {
@@ -378,8 +382,10 @@ void EmuSharing::close_all_locked() {
   keys_.clear();
   closed_served_.clear();
   closed_served_order_.clear();
-  for (const PendingPeer& p : pending_) transport_.close(p.fd);
-  pending_.clear();
+  while (!pending_.empty()) drop_pending_locked(pending_.end() - 1);
+  for (const Link& link : links_) close_link(link);
+  links_.clear();
+  share::counters().importer_links.store(0, std::memory_order_relaxed);
   if (wake_fd_ >= 0) transport_.close(wake_fd_);
   wake_fd_ = -1;
   thread_exited_ = false;
@@ -437,6 +443,9 @@ void EmuSharing::visit_statistics(StatisticsVisitor& visitor) {
   visitor.counter("ipc", "listener_timeouts", c.poll_timeouts.load());
   visitor.counter("ipc", "connections_dropped", c.dropped.load());
   visitor.counter("ipc", "impostors_refused", c.impostors.load());
+  visitor.counter("ipc", "importer_links", c.importer_links.load());
+  visitor.counter("ipc", "exporter_links", c.exporter_links.load());
+  visitor.counter("ipc", "links_reused", c.reused.load());
   visitor.counter("ipc", "replies_refused", c.bad_replies.load());
   visitor.counter("ipc", "fabric_holders", c.fabric_holders.load());
   visitor.counter("ipc", "fabric_served", c.fabric_served.load());

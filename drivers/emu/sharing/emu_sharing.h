@@ -10,9 +10,11 @@
 // checks that the kernel reports the token's exporter as the listener, and asks; the listener
 // checks the importer against the whitelist using the credentials the kernel reports for the
 // connection, and answers with the memory's file descriptor (size-sealed): the bytes then live as
-// long as any process holds them. Every wait on the other side is bounded, and what other processes
-// can make the exporter hold is capped, so a dead, stuck or hostile peer costs an error, never a
-// hang or a resource.
+// long as any process holds them. Both sides keep the connection for the importer's next import
+// from that endpoint, each pinning the other process with a pidfd: a kept connection is believed
+// only while the process it was made with runs (docs/sharing.md §5, "Kept connections"). Every wait
+// on the other side is bounded, and what other processes can make the exporter hold is capped, so a
+// dead, stuck or hostile peer costs an error, never a hang or a resource.
 //
 // Results (as the kernel module gives them, drivers/sharing.h): unknown or released token,
 // exporter gone -EFAULT; not whitelisted, own export onto the same device, set-pid by another
@@ -146,13 +148,27 @@ class EmuSharing final : public Sharing, private fabric::ExportDirectory {
     uint32_t link = 0;
     int listen_fd = -1;
   };
-  // A connection the listener accepted and has not answered yet.
+  // A connection the listener accepted: one whose request has not arrived yet, or one kept after
+  // its answer for the importer's next request (docs/sharing.md §5, "Kept connections").
   struct PendingPeer {
     int fd = -1;
     share::PeerInfo peer;
     std::chrono::steady_clock::time_point deadline;
     bool admissible = true;  // some live export could admit this peer
     bool waiting = false;    // its request had not arrived at accept: it holds a place under the caps
+    bool kept = false;       // answered once and kept: no deadline, under the kept caps
+    int pidfd = -1;          // kept: pins the importer's process (transport pin_peer)
+    uint64_t used = 0;       // kept: when it was last answered (kept_clock_), for eviction
+  };
+  // The listener's verdict on one readable connection (serve_request).
+  enum class Served { kNotYet, kDone, kAnswered };
+  // An importer's idle connection to an exporter's endpoint, kept for the next import from it: the
+  // exporter was checked when it was made, and `pidfd` tells whether it still runs.
+  struct Link {
+    uint32_t endpoint = 0;
+    int fd = -1;
+    int pidfd = -1;
+    bool placed = false;  // out of the application's range already (place_kept)
   };
 
   // ---- exporter side (emu_sharing.cpp)
@@ -182,18 +198,30 @@ class EmuSharing final : public Sharing, private fabric::ExportDirectory {
   void shutdown();
 
   // ---- importer side (importer.cpp)
-  // One request/reply with the exporter of `token`; the reply length or -errno (-ESRCH: the
-  // process listening on the token's endpoint is not the one the token names).
-  int exchange(uint64_t token, uint32_t kind, int device, share::wire::Reply* rep, int* mem_fd);
+  // One request/reply with the exporter of `token`, on a connection kept from an earlier one when
+  // there is one (docs/sharing.md §5); the reply length or -errno (-ESRCH: the process listening
+  // on the token's endpoint is not the one the token names). With a reply, *used is the
+  // connection: the caller keeps it (put_link) once it believes the reply, else closes it.
+  int exchange(uint64_t token, uint32_t kind, int device, share::wire::Reply* rep, int* mem_fd,
+               Link* used);
   bool served_by_exporter(int fd, const share::PeerInfo& server, uint32_t share_id);
   // The same for a key's endpoint: the listener must be the process whose bare tgid it names.
   bool served_by_key_exporter(int fd, const share::PeerInfo& server, uint32_t tgid);
   // Counts and logs a listener that is not the exporter a name belongs to, closes `fd`; -ESRCH.
   int refuse_impostor(int fd, const share::PeerInfo& server, const char* what);
   // Sends one request on `fd` and receives the reply (and a descriptor, kept in *mem_fd or
-  // closed), bounded; closes `fd`. The reply's length or -errno.
+  // closed), bounded; with `pidfd`, from the process it pins only (recv_pinned). The reply's
+  // length or -errno.
   int ask(int fd, const void* request, size_t request_size, void* reply, size_t reply_size,
-          int* mem_fd);
+          int* mem_fd, int pidfd = -1);
+  // A fresh connection to the exporter of `token` (its endpoint's listener must be the process
+  // the token names), pinned for keeping when the kernel allows; 0 or -errno.
+  int open_link(uint64_t token, Link* link);
+  // An idle kept connection to `endpoint`, taken out of links_; false when there is none.
+  bool take_link(uint32_t endpoint, Link* link);
+  // Gives a connection whose exchange went well back to links_, within the caps; else closes it.
+  void put_link(Link link);
+  void close_link(const Link& link);
   // Whether `key` names another process (a key of ours that is not live is no foreign key).
   bool foreign_key_locked(const IpcKey& key);
   // The code another process's listener gives a probe of `key` (kUnknownToken without answer).
@@ -222,13 +250,21 @@ class EmuSharing final : public Sharing, private fabric::ExportDirectory {
   // ---- the listener (listener.cpp)
   void serve();
   // Reads the request waiting on `conn` and answers it; false when none has arrived yet.
-  bool serve_request(int conn, const share::PeerInfo& peer);
-  void answer(int conn, const share::PeerInfo& peer, const share::wire::Request& req);
+  Served serve_request(const PendingPeer& p);
+  // Answers a token request; false when the connection must not be kept (its importer has
+  // exited since it connected: the reply then refuses).
+  bool answer(const PendingPeer& p, const share::wire::Request& req);
   void answer_key(int conn, const share::PeerInfo& peer, const share::wire::KeyRequest& req);
   bool could_admit_locked(const share::PeerInfo& peer) const;
   void hold_locked(PendingPeer p);
   void close_pending_locked(int fd);
   bool accept_from(int listen_fd);
+  // What follows the answer on `fd` (its entry in pending_): kept for the importer's next request
+  // when some export could admit it and it can be pinned, within the kept caps; else closed.
+  void after_answer(int fd);
+  // Kept connections of one uid, and in all, are capped: the least recently used goes first. mu_.
+  void cap_kept_locked(unsigned uid);
+  void drop_pending_locked(std::vector<PendingPeer>::iterator it);
 
   BackendListener& listener_;
   InjectionGate gate_;
@@ -265,6 +301,9 @@ class EmuSharing final : public Sharing, private fabric::ExportDirectory {
   bool stop_ = false;
   int wake_fd_ = -1;
   std::vector<PendingPeer> pending_;  // in the order accepted
+  uint64_t kept_clock_ = 0;           // counts answers on kept connections (PendingPeer::used)
+  // The importer side's idle kept connections, oldest first (importer.cpp). mu_.
+  std::vector<Link> links_;
   // ensure_listener_locked waits until a new listener has set itself up (serve() signals).
   std::mutex started_mu_;
   std::condition_variable started_cv_;

@@ -35,6 +35,10 @@ class GatedTransport {
     return inner_.connect_key(key, timeout_ms, fd, server);
   }
   int peer_pid_in_own_namespace(int fd) { return inner_.peer_pid_in_own_namespace(fd); }
+  // Not steps: a connection that cannot be pinned is simply not kept.
+  int pin_peer(int fd, int* pidfd) { return inner_.pin_peer(fd, pidfd); }
+  bool exited(int pidfd) { return inner_.exited(pidfd); }
+  int place_kept(int fd) { return inner_.place_kept(fd); }
   int accept(int listen_fd, int* conn, share::PeerInfo* peer) {
     if (int e = injected(steps::kEmuShareAccept)) return e;
     return inner_.accept(listen_fd, conn, peer);
@@ -49,6 +53,13 @@ class GatedTransport {
       return e;
     }
     return inner_.recv(fd, msg, n, got_fd, timeout_ms);
+  }
+  int recv_pinned(int fd, int pidfd, void* msg, size_t n, int* got_fd, int timeout_ms) {
+    if (int e = injected(steps::kEmuShareRecv)) {
+      if (got_fd) *got_fd = -1;
+      return e;
+    }
+    return inner_.recv_pinned(fd, pidfd, msg, n, got_fd, timeout_ms);
   }
   int poll(const int* fds, bool* ready, size_t count, int timeout_ms) {
     if (int e = injected(steps::kEmuSharePoll)) return e;

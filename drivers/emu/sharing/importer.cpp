@@ -2,8 +2,11 @@
 // request to another process's listener, whose reply is believed only after every check.
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
+#include <iterator>
 #include <new>
 #include <utility>
 
@@ -24,6 +27,25 @@ using share::wire::Request;
 namespace {
 
 constexpr int kImportTimeoutMs = 5000;  // bound on every wait for an exporter
+// Idle connections kept to exporters' endpoints: per endpoint (more than one only where imports
+// from it ran concurrently), and in all (ACLVMM_SHARE_LINKS), the oldest closed first.
+constexpr size_t kLinksPerEndpoint = 4;
+constexpr long kDefaultLinks = 64;
+constexpr long kMostLinks = 4096;
+
+size_t link_cap() {
+  static const size_t cap = [] {
+    const char* v = std::getenv("ACLVMM_SHARE_LINKS");
+    if (v == nullptr || *v == '\0') return static_cast<size_t>(kDefaultLinks);
+    char* end = nullptr;
+    errno = 0;
+    const long n = std::strtol(v, &end, 10);
+    // Anything but a plain count keeps the default: a typo must not turn a feature off.
+    if (errno != 0 || *end != '\0' || n < 0) return static_cast<size_t>(kDefaultLinks);
+    return static_cast<size_t>(std::min(n, kMostLinks));
+  }();
+  return cap;
+}
 
 Result fail(int errno_value) { return Result::from_errno(errno_value); }
 
@@ -62,21 +84,107 @@ bool EmuSharing::served_by_exporter(int fd, const share::PeerInfo& server, uint3
   return share::share_id_names(share_id, transport_.peer_pid_in_own_namespace(fd));
 }
 
-int EmuSharing::exchange(uint64_t token, uint32_t kind, int device, Reply* rep, int* mem_fd) {
-  if (mem_fd) *mem_fd = -1;
+int EmuSharing::open_link(uint64_t token, Link* link) {
   const uint32_t share_id = TokenFields::unpack(token).share_id;
-  int fd = -1;
   share::PeerInfo server;
-  int rc = transport_.connect(share::endpoint_of(share_id), kImportTimeoutMs, &fd, &server);
+  link->endpoint = share::endpoint_of(share_id);
+  int rc = transport_.connect(link->endpoint, kImportTimeoutMs, &link->fd, &server);
   if (rc != 0) return rc;
-  if (!served_by_exporter(fd, server, share_id)) {
+  if (!served_by_exporter(link->fd, server, share_id)) {
     char what[40];
     std::snprintf(what, sizeof what, "shareable handle 0x%llx",
                   static_cast<unsigned long long>(token));
-    return refuse_impostor(fd, server, what);
+    rc = refuse_impostor(link->fd, server, what);
+    link->fd = -1;
+    return rc;
   }
+  // Pinned now, while the listener is known to be the exporter: a connection that cannot be
+  // pinned is used once (pidfd -1 is never kept).
+  if (transport_.pin_peer(link->fd, &link->pidfd) != 0) link->pidfd = -1;
+  return 0;
+}
+
+bool EmuSharing::take_link(uint32_t endpoint, Link* link) {
+  std::lock_guard lock(mu_);
+  for (auto it = links_.rbegin(); it != links_.rend(); ++it) {
+    if (it->endpoint == endpoint) {
+      *link = *it;
+      links_.erase(std::next(it).base());
+      share::counters().importer_links.store(links_.size(), std::memory_order_relaxed);
+      return true;
+    }
+  }
+  return false;
+}
+
+void EmuSharing::close_link(const Link& link) {
+  transport_.close(link.fd);
+  transport_.close(link.pidfd);
+}
+
+void EmuSharing::put_link(Link link) {
+  if (link.pidfd < 0 || link_cap() == 0) {
+    close_link(link);
+    return;
+  }
+  std::lock_guard lock(mu_);
+  size_t same = 0;
+  for (const Link& l : links_) same += l.endpoint == link.endpoint;
+  if (same >= kLinksPerEndpoint) {
+    close_link(link);
+    return;
+  }
+  // Moved once, when first kept, under mu_, so that a fork cannot copy a descriptor in the middle
+  // of its move.
+  if (!link.placed) link.fd = transport_.place_kept(link.fd);
+  link.placed = true;
+  try {
+    links_.push_back(link);
+  } catch (const std::bad_alloc&) {
+    close_link(link);
+    return;
+  }
+  if (links_.size() > link_cap()) {
+    close_link(links_.front());
+    links_.erase(links_.begin());
+  }
+  share::counters().importer_links.store(links_.size(), std::memory_order_relaxed);
+}
+
+int EmuSharing::exchange(uint64_t token, uint32_t kind, int device, Reply* rep, int* mem_fd,
+                         Link* used) {
+  if (mem_fd) *mem_fd = -1;
+  *used = Link{};
+  const uint32_t share_id = TokenFields::unpack(token).share_id;
   const Request req{share::wire::kMagic, kind, token, device, 0};
-  return ask(fd, &req, sizeof req, rep, sizeof *rep, mem_fd);
+  for (;;) {
+    Link link;
+    const bool reused = take_link(share::endpoint_of(share_id), &link);
+    if (!reused) {
+      if (int rc = open_link(token, &link); rc != 0) return rc;
+    }
+    // On a kept connection the reply counts only while the exporter still runs (-ESRCH: an
+    // answer after its exit would come from whoever holds its end now).
+    const int rc =
+        ask(link.fd, &req, sizeof req, rep, sizeof *rep, mem_fd, reused ? link.pidfd : -1);
+    if (reused) {
+      // The exporter ends kept connections when it has nothing to serve or too many, and exits;
+      // either way the request was not answered (an import or a probe asks again safely).
+      if (rc == 0 || rc == -ECONNRESET || rc == -EPIPE || rc == -ENOTCONN || rc == -ESRCH) {
+        close_link(link);
+        continue;  // links to it are tried until none is left, then a fresh connection
+      }
+      share::counters().reused.fetch_add(1, std::memory_order_relaxed);
+    }
+    // A reply hands the connection to the caller, who keeps it once it believes the reply. Any
+    // other end closes it: a late reply would be read as the answer to the next request.
+    if (rc > 0) {
+      *used = link;
+    } else {
+      close_link(link);
+    }
+    return rc;
+  }
 }
 
 int EmuSharing::refuse_impostor(int fd, const share::PeerInfo& server, const char* what) {
@@ -94,11 +202,13 @@ int EmuSharing::refuse_impostor(int fd, const share::PeerInfo& server, const cha
 }
 
 int EmuSharing::ask(int fd, const void* request, size_t request_size, void* reply,
-                    size_t reply_size, int* mem_fd) {
+                    size_t reply_size, int* mem_fd, int pidfd) {
   int got = -1;
   int rc = transport_.send(fd, request, request_size, -1);
-  if (rc == 0) rc = transport_.recv(fd, reply, reply_size, &got, kImportTimeoutMs);
-  transport_.close(fd);
+  if (rc == 0) {
+    rc = pidfd >= 0 ? transport_.recv_pinned(fd, pidfd, reply, reply_size, &got, kImportTimeoutMs)
+                    : transport_.recv(fd, reply, reply_size, &got, kImportTimeoutMs);
+  }
   if (mem_fd) {
     *mem_fd = got;
   } else if (got >= 0) {
@@ -124,7 +234,8 @@ bool EmuSharing::import_local(uint64_t token, DeviceIndex device, ImportedMemory
 Result EmuSharing::fetch_remote(uint64_t token, DeviceIndex device, ImportedMemory* out) {
   Reply rep{};
   int mem_fd = -1;
-  int rc = exchange(token, share::wire::kImport, device, &rep, &mem_fd);
+  Link link;
+  int rc = exchange(token, share::wire::kImport, device, &rep, &mem_fd, &link);
   // Closes the received descriptor on every path that does not hand it to adopt.
   const share::ReceivedFd received{transport_, &mem_fd};
   // Nobody (or not the exporter) serves the id, or the exporter vanished mid-handshake (it
@@ -141,10 +252,24 @@ Result EmuSharing::fetch_remote(uint64_t token, DeviceIndex device, ImportedMemo
   if (defect == nullptr && rep.code == 0 && mem_fd < 0) defect = "no memory attached";
   char what[40];
   std::snprintf(what, sizeof what, "0x%llx", static_cast<unsigned long long>(token));
-  if (defect != nullptr) return refuse_reply(what, defect);
-  if (rep.code == share::wire::kUnknownToken) return fail(EFAULT);
-  if (rep.code != 0) return fail(EACCES);  // not on the whitelist (or listed before it started)
-  return take_memory(rep, &mem_fd, what, device, out);
+  if (defect != nullptr) {
+    // An exporter that sends what no exporter of emu sends is not asked again on this connection.
+    close_link(link);
+    return refuse_reply(what, defect);
+  }
+  if (rep.code != 0) {
+    // Unknown (or released) token, or not on the whitelist (or listed before it started): this
+    // process has no business with the exporter now, so the connection is not kept.
+    close_link(link);
+    return fail(rep.code == share::wire::kUnknownToken ? EFAULT : EACCES);
+  }
+  Result taken = take_memory(rep, &mem_fd, what, device, out);
+  if (taken.ok()) {
+    put_link(link);
+  } else {
+    close_link(link);
+  }
+  return taken;
 }
 
 Result EmuSharing::refuse_reply(const char* what, const char* defect) {

@@ -129,7 +129,9 @@ int EmuSharing::exchange_key(const IpcKey& key, uint32_t kind, int device, KeyRe
   req.kind = kind;
   req.device = device;
   std::memcpy(req.key, key.text, kIpcKeyBytes);
-  return ask(fd, &req, sizeof req, rep, sizeof *rep, mem_fd);
+  rc = ask(fd, &req, sizeof req, rep, sizeof *rep, mem_fd);
+  transport_.close(fd);
+  return rc;
 }
 
 bool EmuSharing::foreign_key_locked(const IpcKey& key) {

@@ -47,6 +47,12 @@ constexpr int kAcceptBurst = 32;
 // leaves the connections queued in the kernel and looks again this much later, instead of
 // spinning on an endpoint that stays readable.
 constexpr auto kAcceptPause = std::chrono::milliseconds(100);
+// Connections kept after their answer for the importer's next request, per uid and in all: an
+// importer keeps one per endpoint it imports from (more while it imports concurrently), so 64
+// importers of a process with 1 000 exports hold 256. Over a cap the least recently used goes;
+// its importer connects afresh next time.
+constexpr size_t kKeptPerUid = 512;
+constexpr size_t kKeptTotal = 1024;
 // A failing poll (only ever seen with failure injection) is retried after this.
 constexpr auto kPollRetry = std::chrono::milliseconds(10);
 // How long the listener outlives the last export and connection: export/free cycles then reuse it.
@@ -62,7 +68,8 @@ int ms_until(Clock::time_point t, Clock::time_point now) {
 }  // namespace
 
 bool EmuSharing::could_admit_locked(const share::PeerInfo& peer) const {
-  if (peer.pid == getpid()) return true;  // a probe of our own, racing a release
+  // thread_pid_: this process (only its listener asks), without a system call.
+  if (peer.pid == thread_pid_) return true;  // a probe of our own, racing a release
   if (open_exports_ > 0) return true;
   // The index of the exports' whitelists: a lookup, however many exports there are.
   auto l = listed_.find(peer.pid);
@@ -77,14 +84,73 @@ bool EmuSharing::could_admit_locked(const share::PeerInfo& peer) const {
   return false;
 }
 
+void EmuSharing::drop_pending_locked(std::vector<PendingPeer>::iterator it) {
+  if (it->kept) share::counters().exporter_links.fetch_sub(1, std::memory_order_relaxed);
+  transport_.close(it->fd);
+  transport_.close(it->pidfd);
+  pending_.erase(it);
+}
+
 void EmuSharing::close_pending_locked(int fd) {
   for (auto it = pending_.begin(); it != pending_.end(); ++it) {
     if (it->fd == fd) {
-      transport_.close(fd);
-      pending_.erase(it);
+      drop_pending_locked(it);
       return;
     }
   }
+}
+
+void EmuSharing::cap_kept_locked(unsigned uid) {
+  size_t total = 0;
+  std::map<unsigned, size_t> per_uid;
+  for (const PendingPeer& q : pending_) {
+    if (!q.kept) continue;
+    ++total;
+    ++per_uid[q.peer.uid];
+  }
+  unsigned from = uid;
+  if (per_uid[uid] <= kKeptPerUid) {
+    if (total <= kKeptTotal) return;
+    // Over the total: the uid holding the most gives one up, so that no uid can crowd out others.
+    size_t most = 0;
+    for (const auto& [u, n] : per_uid) {
+      if (n > most) most = n, from = u;
+    }
+  }
+  auto victim = pending_.end();
+  for (auto it = pending_.begin(); it != pending_.end(); ++it) {
+    if (it->kept && it->peer.uid == from && (victim == pending_.end() || it->used < victim->used)) {
+      victim = it;
+    }
+  }
+  // Idle: nothing was asked on it, so closing it leaves nothing unanswered.
+  if (victim != pending_.end()) drop_pending_locked(victim);
+}
+
+void EmuSharing::after_answer(int fd) {
+  std::lock_guard lock(mu_);
+  auto it = std::find_if(pending_.begin(), pending_.end(),
+                         [fd](const PendingPeer& q) { return q.fd == fd; });
+  if (it == pending_.end()) return;
+  if (it->kept) {
+    it->used = ++kept_clock_;
+    return;
+  }
+  // Kept only for a peer some export could admit, and only pinned: its credentials are then
+  // known to be its process's for as long as the connection is used (transport.h pin_peer). Under
+  // mu_, so that a fork cannot copy a descriptor in the middle of its move.
+  int pidfd = -1;
+  if (!could_admit_locked(it->peer) || transport_.pin_peer(fd, &pidfd) != 0) {
+    drop_pending_locked(it);
+    return;
+  }
+  it->fd = transport_.place_kept(fd);
+  it->pidfd = pidfd;
+  it->kept = true;
+  it->waiting = false;
+  it->used = ++kept_clock_;
+  share::counters().exporter_links.fetch_add(1, std::memory_order_relaxed);
+  cap_kept_locked(it->peer.uid);
 }
 
 void EmuSharing::hold_locked(PendingPeer p) {
@@ -115,8 +181,7 @@ void EmuSharing::hold_locked(PendingPeer p) {
                           [&](const PendingPeer& q) { return q.waiting && q.peer.uid == greedy; });
   }
   if (victim != pending_.end()) {
-    transport_.close(victim->fd);
-    pending_.erase(victim);
+    drop_pending_locked(victim);
     share::counters().dropped.fetch_add(1);
   }
   p.waiting = true;
@@ -125,7 +190,7 @@ void EmuSharing::hold_locked(PendingPeer p) {
   }
 }
 
-bool EmuSharing::serve_request(int conn, const share::PeerInfo& peer) {
+EmuSharing::Served EmuSharing::serve_request(const PendingPeer& p) {
   // A token request or a key request, told apart by their sizes and kinds.
   union {
     Request token;
@@ -134,30 +199,32 @@ bool EmuSharing::serve_request(int conn, const share::PeerInfo& peer) {
   } req{};
   int stray_fd = -1;
   // Called when the connection is readable, or right after accept: do not wait.
-  const int n = transport_.recv(conn, &req, sizeof req, &stray_fd, 0);
+  const int n = transport_.recv(p.fd, &req, sizeof req, &stray_fd, 0);
   if (n == static_cast<int>(sizeof req.fabric) && fabric::wire::well_formed(req.fabric) &&
-      stray_fd >= 0) {
-    take_relayed(stray_fd, peer, req.fabric);
-    return true;
+      stray_fd >= 0 && !p.kept) {
+    take_relayed(stray_fd, p.peer, req.fabric);
+    return Served::kDone;
   }
   if (stray_fd >= 0) transport_.close(stray_fd);
-  if (n == -ETIMEDOUT) return false;
+  if (n == -ETIMEDOUT) return Served::kNotYet;
   if (n == static_cast<int>(sizeof req.token) && req.token.magic == share::wire::kMagic &&
       (req.token.kind == share::wire::kImport || req.token.kind == share::wire::kProbe)) {
-    answer(conn, peer, req.token);
-    return true;
+    return answer(p, req.token) ? Served::kAnswered : Served::kDone;
   }
   if (n == static_cast<int>(sizeof req.key) && req.key.magic == share::wire::kMagic &&
-      (req.key.kind == share::wire::kKeyOpen || req.key.kind == share::wire::kKeyProbe)) {
-    answer_key(conn, peer, req.key);
-    return true;
+      (req.key.kind == share::wire::kKeyOpen || req.key.kind == share::wire::kKeyProbe) &&
+      !p.kept) {
+    answer_key(p.fd, p.peer, req.key);
+    return Served::kDone;
   }
   // Not an importer (wrong size, magic or kind, a hang-up): the connection is dropped unanswered.
-  share::counters().dropped.fetch_add(1);
-  return true;
+  // A kept connection's importer hanging up is how such a connection normally ends.
+  if (!(p.kept && n == 0)) share::counters().dropped.fetch_add(1);
+  return Served::kDone;
 }
 
-void EmuSharing::answer(int conn, const share::PeerInfo& peer, const Request& req) {
+bool EmuSharing::answer(const PendingPeer& p, const Request& req) {
+  const share::PeerInfo& peer = p.peer;
   Reply rep{};
   rep.magic = share::wire::kMagic;
   std::shared_ptr<os::PhysicalMemory> bytes;  // keeps the memory alive while it is sent
@@ -172,6 +239,15 @@ void EmuSharing::answer(int conn, const share::PeerInfo& peer, const Request& re
     } else {
       if (e->validate_pids) {
         auto w = e->whitelist.find(peer.pid);
+        // A kept connection speaks for its importer only while that process runs: after it
+        // exits, its pid may name another process, listed later, and whoever holds the
+        // connection now is not that one. A pid listed before the connection was known to run
+        // (alive_at) was this very process's, so only later entries need the pin asked.
+        if (w != e->whitelist.end() && p.kept && w->second >= peer.alive_at &&
+            transport_.exited(p.pidfd)) {
+          share::counters().dropped.fetch_add(1);
+          return false;
+        }
         // A pid listed before the importer started belongs to an earlier process (pid reuse).
         if (w == e->whitelist.end() || peer.start_time == 0 || peer.start_time > w->second) {
           rep.code = share::wire::kRefused;
@@ -182,7 +258,7 @@ void EmuSharing::answer(int conn, const share::PeerInfo& peer, const Request& re
         }
       }
       const Location where = e->properties.location;
-      if (rep.code == 0 && peer.pid == getpid() && where.kind == Location::Kind::kDevice &&
+      if (rep.code == 0 && peer.pid == thread_pid_ && where.kind == Location::Kind::kDevice &&
           where.id == req.device) {
         rep.code = share::wire::kRefused;
       }
@@ -200,7 +276,10 @@ void EmuSharing::answer(int conn, const share::PeerInfo& peer, const Request& re
   }
   // Logged without the lock: the listener's log takes locks of the core's.
   if (refusal[0] != '\0') listener_.log(Severity::kWarning, "DRV", refusal);
-  (void)transport_.send(conn, &rep, sizeof rep, bytes ? bytes->fd() : -1);
+  // Kept after a grant only, as the importer keeps it (a refused importer has no business here
+  // for now); a reply that could not be sent leaves the stream in doubt.
+  const int sent = transport_.send(p.fd, &rep, sizeof rep, bytes ? bytes->fd() : -1);
+  return sent == 0 && rep.code == 0;
 }
 
 bool EmuSharing::accept_from(int listen_fd) {
@@ -216,7 +295,12 @@ bool EmuSharing::accept_from(int listen_fd) {
       pending_.push_back(p);
     }
     // An importer sends its request right after connecting: it is usually here already.
-    if (serve_request(p.fd, p.peer)) {
+    const Served served = serve_request(p);
+    if (served == Served::kAnswered) {
+      after_answer(p.fd);
+      continue;
+    }
+    if (served == Served::kDone) {
       std::lock_guard lock(mu_);
       close_pending_locked(p.fd);
       continue;
@@ -254,23 +338,25 @@ void EmuSharing::serve() {
       for (int fd : retired_) transport_.close(fd);
       retired_.clear();
       const auto now = Clock::now();
+      bool answering = false;  // a connection other than a kept one is open
       for (size_t i = 0; i < pending_.size();) {
         if (pending_[i].waiting && now >= pending_[i].deadline) {
-          transport_.close(pending_[i].fd);
-          pending_.erase(pending_.begin() + static_cast<std::ptrdiff_t>(i));
+          drop_pending_locked(pending_.begin() + static_cast<std::ptrdiff_t>(i));
           share::counters().dropped.fetch_add(1);
         } else {
+          answering = answering || !pending_[i].kept;
           ++i;
         }
       }
-      const bool nothing = exports_.empty() && keys_.empty() && pending_.empty();
+      // Kept connections alone keep nothing alive: with no export left they serve nothing, and
+      // their importers find the endpoints gone.
+      const bool nothing = exports_.empty() && keys_.empty() && !answering;
       if (nothing && !idle) idle_until = now + kLinger;
       idle = nothing;
       if (stop_ || (idle && now >= idle_until)) {
         // Done: nothing of ours may stay open behind the thread, neither the connections nor the
         // endpoint kept for the next export (it serves no export).
-        for (const PendingPeer& p : pending_) transport_.close(p.fd);
-        pending_.clear();
+        while (!pending_.empty()) drop_pending_locked(pending_.end() - 1);
         if (!stop_) {
           for (const auto& [group, ep] : endpoints_) transport_.close(ep.fd);
           endpoints_.clear();
@@ -319,7 +405,13 @@ void EmuSharing::serve() {
       const int conn = fds[i];
       const auto p = std::find_if(pending_.begin(), pending_.end(),
                                   [conn](const PendingPeer& q) { return q.fd == conn; });
-      if (p == pending_.end() || !serve_request(conn, p->peer)) continue;
+      if (p == pending_.end()) continue;
+      const Served served = serve_request(*p);
+      if (served == Served::kNotYet) continue;
+      if (served == Served::kAnswered) {
+        after_answer(conn);
+        continue;
+      }
       std::lock_guard lock(mu_);
       close_pending_locked(conn);
     }

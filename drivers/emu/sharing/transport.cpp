@@ -250,6 +250,34 @@ int UnixShareTransport::peer_pid_in_own_namespace(int fd) {
 #endif
 }
 
+int UnixShareTransport::pin_peer(int fd, int* pidfd) {
+  if (pidfd == nullptr) return -EINVAL;
+  *pidfd = -1;
+#ifdef SO_PEERPIDFD
+  int got = -1;
+  socklen_t len = sizeof(got);
+  if (::getsockopt(fd, SOL_SOCKET, SO_PEERPIDFD, &got, &len) != 0) return -errno;
+  // Kept as long as the connection: out of the application's range, as the connection is.
+  *pidfd = os::place_held(got, nullptr);
+  return 0;
+#else
+  (void)fd;
+  return -ENOPROTOOPT;
+#endif
+}
+
+bool UnixShareTransport::exited(int pidfd) {
+  pollfd p{pidfd, POLLIN, 0};
+  int r;
+  do {
+    r = ::poll(&p, 1, 0);
+  } while (r < 0 && errno == EINTR);
+  // An error (a descriptor that is no pidfd) counts as gone: the connection is then not trusted.
+  return r != 0;
+}
+
+int UnixShareTransport::place_kept(int fd) { return os::place_held(fd, nullptr); }
+
 int UnixShareTransport::open_wake(int* fd) {
   if (fd == nullptr) return -EINVAL;
   *fd = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
@@ -289,9 +317,13 @@ int UnixShareTransport::accept(int listen_fd, int* conn, PeerInfo* peer) {
     ::close(c);
     return rc;
   }
+  // Read before the check that the peer still runs: it ran at connect and at the check, so it ran
+  // at this reading too.
+  peer->alive_at = share_clock();
   peer->start_time = process_start_time(peer->pid);
   // 0 ("gone") rather than a possibly reused pid's start time.
   if (peer->start_time != 0 && !peer_still_running(c)) peer->start_time = 0;
+  if (peer->start_time == 0) peer->alive_at = 0;
   *conn = c;
   return 0;
 }
@@ -333,6 +365,17 @@ int UnixShareTransport::send(int fd, const void* msg, size_t n, int pass_fd) {
 }
 
 int UnixShareTransport::recv(int fd, void* msg, size_t n, int* got_fd, int timeout_ms) {
+  return recv_watching(fd, -1, msg, n, got_fd, timeout_ms);
+}
+
+int UnixShareTransport::recv_pinned(int fd, int pidfd, void* msg, size_t n, int* got_fd,
+                                    int timeout_ms) {
+  if (pidfd < 0) return -EINVAL;
+  return recv_watching(fd, pidfd, msg, n, got_fd, timeout_ms);
+}
+
+int UnixShareTransport::recv_watching(int fd, int pidfd, void* msg, size_t n, int* got_fd,
+                                      int timeout_ms) {
   if (got_fd == nullptr || (msg == nullptr && n != 0)) return -EINVAL;
   *got_fd = -1;
   const int64_t deadline = timeout_ms < 0 ? -1 : monotonic_ms() + timeout_ms;
@@ -344,15 +387,18 @@ int UnixShareTransport::recv(int fd, void* msg, size_t n, int* got_fd, int timeo
     }
     // "Do not wait" asks the socket directly: its EAGAIN is the answer (the listener reads a
     // request it expects to be there already, and a poll first would be one more system call).
-    if (timeout_ms != 0) {
-      pollfd p{fd, POLLIN, 0};
-      int pr = ::poll(&p, 1, wait_ms);
+    if (timeout_ms != 0 || pidfd >= 0) {
+      pollfd p[2] = {{fd, POLLIN, 0}, {pidfd, POLLIN, 0}};
+      int pr = ::poll(p, pidfd >= 0 ? 2 : 1, wait_ms);
       if (pr < 0) {
         if (errno == EINTR) continue;
         return -errno;
       }
+      // Checked before the message: a pidfd turns readable at its process's exit, so one that is
+      // not readable now means the process ran when the message was already there.
+      if (pidfd >= 0 && p[1].revents != 0) return -ESRCH;
       if (pr == 0) return -ETIMEDOUT;
-      if (p.revents & POLLNVAL) return -EBADF;
+      if (p[0].revents & POLLNVAL) return -EBADF;
     }
 
     iovec iov{msg, n};

@@ -29,6 +29,9 @@ struct PeerInfo {
   int pid = 0;               // in this process's pid namespace; 0 when it is not visible here
   unsigned uid = 0;
   uint64_t start_time = 0;   // process start, in the units of ShareTransport::share_clock() (accept only)
+  // A share_clock() reading taken while the peer was known to run (accept only; 0 when it had
+  // exited): a whitelist stamp older than this was made while this very process had its pid.
+  uint64_t alive_at = 0;
 };
 
 // How processes find each other to share memory: no daemon; exported tokens are served on
@@ -59,6 +62,23 @@ class ShareTransport {
   // The pid of the process on the other end of `fd` as its own pid namespace numbers it (what
   // getpid() returns there), or 0 when the kernel cannot tell (no SO_PEERPIDFD, process gone).
   virtual int peer_pid_in_own_namespace(int fd) = 0;
+  // A descriptor that pins the process on the other end of `fd` (a pidfd), for a connection kept
+  // beyond one exchange: the credentials the kernel recorded at connect describe that process, and
+  // its pid names it only while it runs. -ENOPROTOOPT where the kernel cannot tell (before Linux
+  // 6.5): such a connection is not kept. A transport without pins keeps the default.
+  virtual int pin_peer(int fd, int* pidfd) {
+    (void)fd, (void)pidfd;
+    return -ENOPROTOOPT;
+  }
+  // Whether the process a pin_peer descriptor pins has exited (then the connection no longer
+  // speaks for its pid).
+  virtual bool exited(int pidfd) {
+    (void)pidfd;
+    return true;
+  }
+  // A connection about to be kept: the descriptor to use from now on, out of the application's
+  // descriptor range where there is room (`fd` itself otherwise).
+  virtual int place_kept(int fd) { return fd; }
   // -EAGAIN when no connection waits; -EMFILE / -ENFILE / -ENOBUFS / -ENOMEM when there is no
   // room for one now (it stays queued).
   virtual int accept(int listen_fd, int* conn, PeerInfo* peer) = 0;
@@ -67,6 +87,18 @@ class ShareTransport {
   // Receives one message of at most n bytes within timeout_ms (-ETIMEDOUT); *got_fd is the
   // attached descriptor or -1. Returns the message length or -errno; 0 when the peer closed.
   virtual int recv(int fd, void* msg, size_t n, int* got_fd, int timeout_ms) = 0;
+  // recv() from a peer pinned by `pidfd` (pin_peer): -ESRCH, and nothing read, when the pinned
+  // process had exited by the time the message or hang-up was seen, since whoever holds that end
+  // now does not speak for it.
+  virtual int recv_pinned(int fd, int pidfd, void* msg, size_t n, int* got_fd, int timeout_ms) {
+    const int rc = recv(fd, msg, n, got_fd, timeout_ms);
+    if (rc >= 0 && exited(pidfd)) {
+      if (*got_fd >= 0) close(*got_fd);
+      *got_fd = -1;
+      return -ESRCH;
+    }
+    return rc;
+  }
   // Waits until one of `fds` is readable or timeout_ms passes (negative: no limit); sets ready[i]
   // per fd.
   virtual int poll(const int* fds, bool* ready, size_t count, int timeout_ms) = 0;
@@ -93,12 +125,19 @@ class UnixShareTransport final : public ShareTransport {
   int connect_key(const char* key, int timeout_ms, int* fd, PeerInfo* server) override;
   // Reads the NSpid line of the peer's pidfd (/proc/self/fdinfo), Linux >= 6.5.
   int peer_pid_in_own_namespace(int fd) override;
+  // SO_PEERPIDFD, moved out of the application's descriptor range (descriptor_room.h).
+  int pin_peer(int fd, int* pidfd) override;
+  // One poll of the pidfd: it turns readable when its process exits.
+  bool exited(int pidfd) override;
+  int place_kept(int fd) override;
   int accept(int listen_fd, int* conn, PeerInfo* peer) override;
   // A zero-length message is refused (-EINVAL): the receiver could not tell it from a hang-up.
   int send(int fd, const void* msg, size_t n, int pass_fd) override;
   // A message longer than n gives -EMSGSIZE (its attached descriptor is closed): a sequenced
   // packet's tail is discarded by the kernel, and a cut message must not pass for a whole one.
   int recv(int fd, void* msg, size_t n, int* got_fd, int timeout_ms) override;
+  // One poll over the connection and the pidfd: the exit check costs no system call of its own.
+  int recv_pinned(int fd, int pidfd, void* msg, size_t n, int* got_fd, int timeout_ms) override;
   // A hang-up or error on an fd counts as readable, so the caller's next recv sees it.
   int poll(const int* fds, bool* ready, size_t count, int timeout_ms) override;
   void close(int fd) override;
@@ -112,6 +151,8 @@ class UnixShareTransport final : public ShareTransport {
 
  private:
   int listen_at(const sockaddr_un& addr, socklen_t len, int* fd);
+  // recv() with `pidfd` (-1: none) watched in the same poll.
+  int recv_watching(int fd, int pidfd, void* msg, size_t n, int* got_fd, int timeout_ms);
   int connect_to(const sockaddr_un& addr, socklen_t len, int timeout_ms, int* fd, PeerInfo* server);
 };
 
