@@ -9,11 +9,13 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "api/stats_json_util.h"
+#include "integration/share_peer/hostile_child.h"
 #include "integration/share_peer/peer_client.h"
 #include "integration/share_peer/raw_endpoint.h"
 
@@ -48,26 +50,29 @@ void import_in(Peer& im, uint64_t token, unsigned seed) {
 }
 
 // A peer importing 20 exports of this process one after the other asks all of them over the
-// connection of its first import, and this process's listener holds that one connection; with
+// connection of its first import from each endpoint (one, or two when the 20 share ids run over
+// the end of a group of 256), and this process's listener holds those connections; with
 // ACLVMM_SHARE_LINKS=0 every import connects afresh and nothing stays.
 TEST_F(ShareLinks, ImportsFromOneExporterShareOneConnection) {
-  struct Case {
+  const struct {
     const char* env;
-    long long reused;  // of the 20 imports
-    long long kept;    // connections held on each side afterwards
-  };
-  const Case cases[] = {{"ACLVMM_SHARE_LINKS=64", 19, 1}, {"ACLVMM_SHARE_LINKS=0", 0, 0}};
-  for (const Case& c : cases) {
+    bool keeps;
+  } cases[] = {{"ACLVMM_SHARE_LINKS=64", true}, {"ACLVMM_SHARE_LINKS=0", false}};
+  for (const auto& c : cases) {
     SCOPED_TRACE(c.env);
     std::vector<LocalExport> exports;
+    std::set<uint32_t> endpoints;
     for (unsigned i = 0; i < 20; ++i) {
       exports.push_back(export_local(kSeed + i, ACL_RT_VMM_EXPORT_FLAG_DISABLE_PID_VALIDATION));
+      endpoints.insert(endpoint_id_of(static_cast<uint32_t>(exports.back().token)));
     }
+    const long long groups = static_cast<long long>(endpoints.size());
     Peer im({c.env});
     for (unsigned i = 0; i < exports.size(); ++i) import_in(im, exports[i].token, kSeed + i);
-    EXPECT_EQ(ipc_stat(im, "links_reused"), c.reused);
-    EXPECT_EQ(ipc_stat(im, "importer_links"), c.kept);
-    EXPECT_TRUE(my_stat_becomes("exporter_links", c.kept)) << my_ipc_stat("exporter_links");
+    EXPECT_EQ(ipc_stat(im, "links_reused"), c.keeps ? 20 - groups : 0);
+    EXPECT_EQ(ipc_stat(im, "importer_links"), c.keeps ? groups : 0);
+    EXPECT_TRUE(my_stat_becomes("exporter_links", c.keeps ? groups : 0))
+        << my_ipc_stat("exporter_links");
     EXPECT_EQ(im.finish(), 0);
     // The importer is gone: its connection ends with it.
     EXPECT_TRUE(my_stat_becomes("exporter_links", 0)) << my_ipc_stat("exporter_links");
@@ -142,7 +147,8 @@ bool readable(int fd, int timeout_ms) {
 // pid, reports the token, answers the first request with `first`'s memory, and on a byte from
 // `go` forks a holder of the connection and exits. The holder closes the endpoint and answers
 // the next request on the connection with `second`'s memory.
-int handing_exporter(int report, int go, const std::string& first, const std::string& second) {
+int handing_exporter(int report, int go, const std::string& reply, const std::vector<int>& first,
+                     const std::vector<int>& second) {
   int s = -1;
   uint32_t id = 0;
   for (uint32_t serial = 1; serial < 200 && s < 0; ++serial) {
@@ -155,13 +161,13 @@ int handing_exporter(int report, int go, const std::string& first, const std::st
   const int conn = accept4(s, nullptr, nullptr, SOCK_CLOEXEC);
   WireRequest req{};
   if (conn < 0 || !readable(conn, 5000) || recv(conn, &req, sizeof req, 0) != sizeof req) return 93;
-  if (!send_with_fds(conn, bytes_of(memory_reply()), {sealed_memfd(first)})) return 94;
+  if (!send_with_fds(conn, reply, first)) return 94;
   char b = 0;
   if (!readable(go, 10000) || read(go, &b, 1) != 1) return 95;
   if (fork() == 0) {
     close(s);  // nobody serves the name any more
     if (readable(conn, 5000) && recv(conn, &req, sizeof req, 0) == sizeof req) {
-      (void)send_with_fds(conn, bytes_of(memory_reply()), {sealed_memfd(second)});
+      (void)send_with_fds(conn, reply, second);
       (void)readable(conn, 5000);  // until the importer hangs up
     }
     _exit(0);
@@ -174,15 +180,23 @@ int handing_exporter(int report, int go, const std::string& first, const std::st
 // import connects afresh and finds nobody: 107017, never the holder's memory.
 TEST_F(ShareLinks, AnExportersConnectionHeldByAnotherProcessIsNotBelieved) {
   const std::string first = share_peer::peer_pattern(k2M, kSeed);
-  const std::string second = share_peer::peer_pattern(k2M, kSeed + 1);
+  // Everything the child sends is made here: after a fork of this multithreaded process the child
+  // makes system calls only.
+  const std::string reply = bytes_of(memory_reply());
+  const std::vector<int> first_memory{sealed_memfd(first)};
+  const std::vector<int> second_memory{sealed_memfd(share_peer::peer_pattern(k2M, kSeed + 1))};
+  ASSERT_GE(first_memory[0], 0);
+  ASSERT_GE(second_memory[0], 0);
   int report[2], go[2];
   ASSERT_EQ(pipe2(report, O_CLOEXEC), 0);
   ASSERT_EQ(pipe2(go, O_CLOEXEC), 0);
   fflush(nullptr);
   const pid_t exporter = fork();
-  if (exporter == 0) _exit(handing_exporter(report[1], go[0], first, second));
+  if (exporter == 0) _exit(handing_exporter(report[1], go[0], reply, first_memory, second_memory));
   close(report[1]);
   close(go[0]);
+  close(first_memory[0]);
+  close(second_memory[0]);
   uint64_t token = 0;
   ASSERT_TRUE(readable(report[0], 10000));
   ASSERT_EQ(read(report[0], &token, sizeof token), static_cast<ssize_t>(sizeof token));
@@ -265,7 +279,6 @@ TEST_F(ShareLinks, AnImportersConnectionHeldByAnotherProcessIsNotAnswered) {
   ASSERT_EQ(waitpid(importer, &status, 0), importer);
   ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
   // Listed again now, after the importer exited: for whichever process has the pid next.
-  std::this_thread::sleep_for(std::chrono::milliseconds(20));  // a later clock tick
   ASSERT_EQ(aclrtMemSetPidToShareableHandle(e.token, &pid, 1), kOk);
   const long long dropped0 = my_ipc_stat("connections_dropped");
   ASSERT_EQ(write(go[1], "a", 1), 1);
@@ -277,6 +290,101 @@ TEST_F(ShareLinks, AnImportersConnectionHeldByAnotherProcessIsNotAnswered) {
   close(go[1]);
   close(report[0]);
   e.release();
+}
+
+// An import of a token the exporter no longer has, over a kept connection: the "unknown" answer
+// is asked again on a fresh connection (the kept one may lead to a process that has given the
+// group up), then believed. Neither answer is counted as reused, and no connection stays.
+TEST_F(ShareLinks, AnUnknownAnswerIsAskedAgainOnAFreshConnection) {
+  Peer e;
+  fill_slot(e, 0, kSeed);
+  fill_slot(e, 1, kSeed + 1);
+  const uint64_t kept = e.export_token(0, ACL_RT_VMM_EXPORT_FLAG_DISABLE_PID_VALIDATION);
+  const uint64_t gone = e.export_token(1, ACL_RT_VMM_EXPORT_FLAG_DISABLE_PID_VALIDATION);
+  ASSERT_EQ(endpoint_id_of(static_cast<uint32_t>(kept)),
+            endpoint_id_of(static_cast<uint32_t>(gone)))
+      << "two share ids in a row of one process are in one group but at a group's end";
+  aclrtDrvMemHandle h = nullptr;
+  ASSERT_EQ(aclrtMemImportFromShareableHandle(kept, 0, &h), kOk);
+  ASSERT_EQ(aclrtFreePhysical(h), kOk);
+  ASSERT_EQ(my_ipc_stat("importer_links"), 1);
+  ASSERT_EQ(e.rc("unmap 1"), kOk);
+  ASSERT_EQ(e.rc("free 1"), kOk);  // its export ends
+  const long long reused0 = my_ipc_stat("links_reused");
+  const long long accepted0 = ipc_stat(e, "listener_wakeups");
+  h = nullptr;
+  EXPECT_EQ(aclrtMemImportFromShareableHandle(gone, 0, &h), kBadHandle);
+  EXPECT_EQ(h, nullptr);
+  EXPECT_EQ(my_ipc_stat("links_reused"), reused0);
+  EXPECT_EQ(my_ipc_stat("importer_links"), 0);
+  // Two requests reached the exporter: over the kept connection, then over a new one.
+  EXPECT_GE(ipc_stat(e, "listener_wakeups") - accepted0, 2);
+  // The export still live is imported as before.
+  ASSERT_EQ(aclrtMemImportFromShareableHandle(kept, 0, &h), kOk);
+  EXPECT_EQ(aclrtFreePhysical(h), kOk);
+  EXPECT_EQ(e.finish(), 0);
+}
+
+// Another user's process that some export admits (one without pid validation) may have
+// connections kept too, but at most 64 of them, however many it makes: kept connections have
+// no deadline. This process's own user's importers are not limited by it.
+TEST_F(ShareLinks, AnotherUsersKeptConnectionsAreCapped) {
+  SKIP_UNLESS_CAN_CHANGE_UID();
+  LocalExport e = export_local(kSeed, ACL_RT_VMM_EXPORT_FLAG_DISABLE_PID_VALIDATION);
+  const std::string probe = request(e.token, kWireProbe);
+  constexpr int kConnections = 100;
+  HostileChild other([&](int stop, int report) {
+    std::vector<int> conns;
+    conns.reserve(kConnections);
+    char answered = 0;
+    for (int i = 0; i < kConnections; ++i) {
+      const int s = connect_endpoint(e.token);
+      if (s < 0 || !send_message(s, probe)) return 91;
+      Answer a;
+      await(s, 5000, &a);
+      if (a.kind == Answer::kReply && a.reply.code == 0) ++answered;
+      conns.push_back(s);
+    }
+    if (write(report, &answered, 1) != 1) return 92;
+    char b;
+    (void)read(stop, &b, 1);  // holds them until told to stop
+    return 0;
+  });
+  const char answered = other.next_report(30000);
+  EXPECT_EQ(answered, kConnections) << "every probe is answered";
+  EXPECT_TRUE(my_stat_becomes("exporter_links", 64)) << my_ipc_stat("exporter_links");
+  Peer im;
+  import_in(im, e.token, kSeed);
+  EXPECT_TRUE(my_stat_becomes("exporter_links", 65)) << my_ipc_stat("exporter_links");
+  EXPECT_TRUE(other.stop());
+  EXPECT_TRUE(my_stat_becomes("exporter_links", 1)) << my_ipc_stat("exporter_links");
+  EXPECT_EQ(im.finish(), 0);
+  e.release();
+}
+
+// Where kept connections cannot be moved above the soft descriptor limit (here hard == soft ==
+// 512), they would take the application's own descriptors: at most a sixteenth of its range is
+// theirs (32 connections of two descriptors here), whoever asks.
+TEST_F(ShareLinks, KeptConnectionsInTheApplicationsRangeAreFew) {
+  Peer e;
+  ASSERT_EQ(e.rc("limit nofile 512 512"), kOk);
+  fill_slot(e, 0, kSeed);
+  const uint64_t token = e.export_token(0, ACL_RT_VMM_EXPORT_FLAG_DISABLE_PID_VALIDATION);
+  const std::string probe = request(token, kWireProbe);
+  std::vector<int> conns;
+  for (int i = 0; i < 50; ++i) {
+    const int s = connect_endpoint(token);
+    ASSERT_GE(s, 0);
+    ASSERT_TRUE(send_message(s, probe));
+    Answer a;
+    await(s, 5000, &a);
+    ASSERT_EQ(a.kind, Answer::kReply) << i;
+    EXPECT_EQ(a.reply.code, 0) << i;
+    conns.push_back(s);
+  }
+  EXPECT_EQ(ipc_stat(e, "exporter_links"), 32);
+  for (int s : conns) close(s);
+  EXPECT_EQ(e.finish(), 0);
 }
 
 }  // namespace

@@ -60,21 +60,29 @@ int move_above(int fd, rlim_t floor) {
   return high;
 }
 
-// Opens the window, runs `body(floor)` and closes the window again; `body` runs without the
-// window (floor 0: nothing to move) when there is no room above the soft limit.
 // Whether `lim` leaves room above the soft limit.
 bool room_above(const rlimit& lim) {
   return lim.rlim_cur != RLIM_INFINITY && lim.rlim_cur < window_limit(lim) &&
          lim.rlim_cur <= (1u << 30);
 }
 
+// Opens the window, runs `body(floor)` and closes the window again; `body` runs without the
+// window (floor 0: nothing to move) when there is no room above the soft limit, or when `fd` is
+// at or above it already. *soft is the application's soft limit as read under the window's lock
+// (0 when unknown or infinite): outside the lock another thread's window may be showing its
+// raised one.
 template <typename Body>
-int in_window(Body body) {
+int in_window(Body body, int fd = -1, rlim_t* soft = nullptr) {
+  if (soft != nullptr) *soft = 0;
   if (!placement_enabled()) return body(rlim_t{0});
   register_fork_handler();
   std::lock_guard<std::mutex> lock(g_window_mu);
   rlimit saved{};
-  if (::getrlimit(RLIMIT_NOFILE, &saved) != 0 || !room_above(saved)) return body(rlim_t{0});
+  if (::getrlimit(RLIMIT_NOFILE, &saved) != 0) return body(rlim_t{0});
+  if (soft != nullptr && saved.rlim_cur != RLIM_INFINITY) *soft = saved.rlim_cur;
+  // Already out of the application's range (received while its range was full, say).
+  if (fd >= 0 && static_cast<rlim_t>(fd) >= saved.rlim_cur) return body(rlim_t{0});
+  if (!room_above(saved)) return body(rlim_t{0});
   rlimit raised = saved;
   raised.rlim_cur = window_limit(saved);
   if (::setrlimit(RLIMIT_NOFILE, &raised) != 0) return body(rlim_t{0});
@@ -114,22 +122,20 @@ int open_held(const std::function<int()>& open, bool* budgeted) {
   });
 }
 
-int place_held(int fd, bool* budgeted) {
+int place_held(int fd, bool* budgeted, bool* above) {
   if (budgeted != nullptr) *budgeted = false;
+  if (above != nullptr) *above = false;
   if (fd < 0) return fd;
   if (!placement_enabled()) return fd;
   if (budgeted != nullptr && take_budget()) {
     *budgeted = true;
     return fd;
   }
-  rlimit now{};
-  // Already out of the application's range (received while its range was full, say), or no room
-  // above it to move to (hard == soft): the window would find the same and do nothing.
-  if (::getrlimit(RLIMIT_NOFILE, &now) == 0 &&
-      (static_cast<rlim_t>(fd) >= now.rlim_cur || !room_above(now))) {
-    return fd;
-  }
-  return in_window([&](rlim_t floor) { return floor == 0 ? fd : move_above(fd, floor); });
+  rlim_t soft = 0;
+  const int placed =
+      in_window([&](rlim_t floor) { return floor == 0 ? fd : move_above(fd, floor); }, fd, &soft);
+  if (above != nullptr) *above = soft != 0 && static_cast<rlim_t>(placed) >= soft;
+  return placed;
 }
 
 void release_budgeted() { g_budget_used.fetch_sub(1, std::memory_order_relaxed); }

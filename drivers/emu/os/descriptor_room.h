@@ -44,8 +44,9 @@ int open_held(const std::function<int()>& open, bool* budgeted);
 
 // The same for an existing descriptor (received from another process, say): returns the
 // descriptor to use from now on (`fd` itself when it stays; the old number is closed when it
-// moves).
-int place_held(int fd, bool* budgeted);
+// moves). With `above`, tells whether that descriptor is at or above the soft limit (out of the
+// application's range), as the window's lock saw it.
+int place_held(int fd, bool* budgeted, bool* above = nullptr);
 
 // A budgeted descriptor was closed: its place is free again.
 void release_budgeted();

@@ -245,6 +245,7 @@ Result EmuSharing::ensure_listener_locked() {
     return fail(ENOMEM);
   }
   thread_pid_ = getpid();
+  thread_uid_ = geteuid();
   // The call that made the listener returns once the thread has set itself up (serve() signals
   // before it takes mu_): a thread still allocating its start-up state when the application forks
   // right after an export leaves a child whose allocator may be locked for good (glibc's is
@@ -383,7 +384,7 @@ void EmuSharing::close_all_locked() {
   closed_served_.clear();
   closed_served_order_.clear();
   while (!pending_.empty()) drop_pending_locked(pending_.end() - 1);
-  for (const Link& link : links_) close_link(link);
+  for (const Link& link : links_) close_fds(link);
   links_.clear();
   share::counters().importer_links.store(0, std::memory_order_relaxed);
   if (wake_fd_ >= 0) transport_.close(wake_fd_);
@@ -423,6 +424,9 @@ void EmuSharing::after_fork_parent() { mu_.unlock(); }
 // left alone on purpose; the thread does not exist here.
 void EmuSharing::after_fork_child() {
   close_all_locked();
+  // The copies of connections other threads of the parent were using: theirs, not the child's.
+  for (int fd : busy_) transport_.close(fd);
+  busy_.clear();
   if (cross_host_ != nullptr) cross_host_->forget_after_fork();
   thread_ = nullptr;
   serial_seeded_ = false;  // the child's ids carry its own pid

@@ -159,6 +159,7 @@ class EmuSharing final : public Sharing, private fabric::ExportDirectory {
     bool kept = false;       // answered once and kept: no deadline, under the kept caps
     int pidfd = -1;          // kept: pins the importer's process (transport pin_peer)
     uint64_t used = 0;       // kept: when it was last answered (kept_clock_), for eviction
+    bool low = false;        // kept in the application's descriptor range (no room above it)
   };
   // The listener's verdict on one readable connection (serve_request).
   enum class Served { kNotYet, kDone, kAnswered };
@@ -221,7 +222,13 @@ class EmuSharing final : public Sharing, private fabric::ExportDirectory {
   bool take_link(uint32_t endpoint, Link* link);
   // Gives a connection whose exchange went well back to links_, within the caps; else closes it.
   void put_link(Link link);
+  // Closes a connection that is not in links_ (taken, or never kept).
   void close_link(const Link& link);
+  // Closes its descriptors only (one no longer in busy_). Any lock.
+  void close_fds(const Link& link);
+  // Records (or forgets) the descriptors of a connection in use outside links_, so that a forked
+  // child can close its copies (after_fork_child). mu_ held.
+  void busy_locked(const Link& link, bool busy);
   // Whether `key` names another process (a key of ours that is not live is no foreign key).
   bool foreign_key_locked(const IpcKey& key);
   // The code another process's listener gives a probe of `key` (kUnknownToken without answer).
@@ -262,8 +269,9 @@ class EmuSharing final : public Sharing, private fabric::ExportDirectory {
   // What follows the answer on `fd` (its entry in pending_): kept for the importer's next request
   // when some export could admit it and it can be pinned, within the kept caps; else closed.
   void after_answer(int fd);
-  // Kept connections of one uid, and in all, are capped: the least recently used goes first. mu_.
-  void cap_kept_locked(unsigned uid);
+  // Kept connections of one uid, in all, and those left in the application's descriptor range
+  // (`low`: the newcomer is one) are capped: the least recently used goes first. mu_.
+  void cap_kept_locked(unsigned uid, bool low);
   void drop_pending_locked(std::vector<PendingPeer>::iterator it);
 
   BackendListener& listener_;
@@ -297,6 +305,7 @@ class EmuSharing final : public Sharing, private fabric::ExportDirectory {
   // wake_fd_ without it, being the only writer while it runs.
   std::thread* thread_ = nullptr;
   pid_t thread_pid_ = 0;
+  uid_t thread_uid_ = 0;        // this process's effective uid when the listener started
   bool thread_exited_ = false;  // serve() returned or is returning; join before restarting
   bool stop_ = false;
   int wake_fd_ = -1;
@@ -304,6 +313,7 @@ class EmuSharing final : public Sharing, private fabric::ExportDirectory {
   uint64_t kept_clock_ = 0;           // counts answers on kept connections (PendingPeer::used)
   // The importer side's idle kept connections, oldest first (importer.cpp). mu_.
   std::vector<Link> links_;
+  std::vector<int> busy_;  // descriptors of connections in use outside links_ (busy_locked)
   // ensure_listener_locked waits until a new listener has set itself up (serve() signals).
   std::mutex started_mu_;
   std::condition_variable started_cv_;

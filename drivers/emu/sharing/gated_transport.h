@@ -38,7 +38,8 @@ class GatedTransport {
   // Not steps: a connection that cannot be pinned is simply not kept.
   int pin_peer(int fd, int* pidfd) { return inner_.pin_peer(fd, pidfd); }
   bool exited(int pidfd) { return inner_.exited(pidfd); }
-  int place_kept(int fd) { return inner_.place_kept(fd); }
+  int place_kept(int fd, bool* above) { return inner_.place_kept(fd, above); }
+  uint64_t descriptor_limit() { return inner_.descriptor_limit(); }
   int accept(int listen_fd, int* conn, share::PeerInfo* peer) {
     if (int e = injected(steps::kEmuShareAccept)) return e;
     return inner_.accept(listen_fd, conn, peer);

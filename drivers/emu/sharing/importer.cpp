@@ -101,6 +101,8 @@ int EmuSharing::open_link(uint64_t token, Link* link) {
   // Pinned now, while the listener is known to be the exporter: a connection that cannot be
   // pinned is used once (pidfd -1 is never kept).
   if (transport_.pin_peer(link->fd, &link->pidfd) != 0) link->pidfd = -1;
+  std::lock_guard lock(mu_);
+  busy_locked(*link, true);
   return 0;
 }
 
@@ -111,13 +113,37 @@ bool EmuSharing::take_link(uint32_t endpoint, Link* link) {
       *link = *it;
       links_.erase(std::next(it).base());
       share::counters().importer_links.store(links_.size(), std::memory_order_relaxed);
+      busy_locked(*link, true);
       return true;
     }
   }
   return false;
 }
 
+void EmuSharing::busy_locked(const Link& link, bool busy) {
+  for (int fd : {link.fd, link.pidfd}) {
+    if (fd < 0) continue;
+    if (busy) {
+      try {
+        busy_.push_back(fd);
+      } catch (const std::bad_alloc&) {
+        // Untracked, a forked child keeps a copy of this connection until it exits; nothing more.
+      }
+    } else {
+      busy_.erase(std::remove(busy_.begin(), busy_.end(), fd), busy_.end());
+    }
+  }
+}
+
 void EmuSharing::close_link(const Link& link) {
+  {
+    std::lock_guard lock(mu_);
+    busy_locked(link, false);
+  }
+  close_fds(link);
+}
+
+void EmuSharing::close_fds(const Link& link) {
   transport_.close(link.fd);
   transport_.close(link.pidfd);
 }
@@ -128,24 +154,26 @@ void EmuSharing::put_link(Link link) {
     return;
   }
   std::lock_guard lock(mu_);
+  busy_locked(link, false);
   size_t same = 0;
   for (const Link& l : links_) same += l.endpoint == link.endpoint;
   if (same >= kLinksPerEndpoint) {
-    close_link(link);
+    close_fds(link);
     return;
   }
   // Moved once, when first kept, under mu_, so that a fork cannot copy a descriptor in the middle
   // of its move.
-  if (!link.placed) link.fd = transport_.place_kept(link.fd);
+  bool above = false;  // the importer decides how many it keeps: no cap of its own for low ones
+  if (!link.placed) link.fd = transport_.place_kept(link.fd, &above);
   link.placed = true;
   try {
     links_.push_back(link);
   } catch (const std::bad_alloc&) {
-    close_link(link);
+    close_fds(link);
     return;
   }
   if (links_.size() > link_cap()) {
-    close_link(links_.front());
+    close_fds(links_.front());
     links_.erase(links_.begin());
   }
   share::counters().importer_links.store(links_.size(), std::memory_order_relaxed);
@@ -170,7 +198,16 @@ int EmuSharing::exchange(uint64_t token, uint32_t kind, int device, Reply* rep, 
     if (reused) {
       // The exporter ends kept connections when it has nothing to serve or too many, and exits;
       // either way the request was not answered (an import or a probe asks again safely).
-      if (rc == 0 || rc == -ECONNRESET || rc == -EPIPE || rc == -ENOTCONN || rc == -ESRCH) {
+      // "Unknown" on a kept connection may come from a process that has since given the group
+      // up, its name now another's (the same pid bits in another pid namespace): only a fresh
+      // connection to the name can tell.
+      const bool unknown = rc == static_cast<int>(sizeof *rep) &&
+                           rep->magic == share::wire::kMagic &&
+                           rep->code == share::wire::kUnknownToken;
+      if (rc == 0 || rc == -ECONNRESET || rc == -EPIPE || rc == -ENOTCONN || rc == -ESRCH ||
+          unknown) {
+        if (mem_fd != nullptr && *mem_fd >= 0) transport_.close(*mem_fd);
+        if (mem_fd != nullptr) *mem_fd = -1;
         close_link(link);
         continue;  // links to it are tried until none is left, then a fresh connection
       }

@@ -49,10 +49,15 @@ constexpr int kAcceptBurst = 32;
 constexpr auto kAcceptPause = std::chrono::milliseconds(100);
 // Connections kept after their answer for the importer's next request, per uid and in all: an
 // importer keeps one per endpoint it imports from (more while it imports concurrently), so 64
-// importers of a process with 1 000 exports hold 256. Over a cap the least recently used goes;
-// its importer connects afresh next time.
-constexpr size_t kKeptPerUid = 512;
+// importers of a process with 1 000 exports hold 256. Other users get fewer: a kept connection
+// has no deadline. Over a cap the least recently used goes; its importer connects afresh next
+// time.
+constexpr size_t kKeptPerUid = 512;      // importers of this process's own uid
+constexpr size_t kKeptPerOtherUid = 64;  // of each other uid
 constexpr size_t kKeptTotal = 1024;
+// Kept connections whose two descriptors stay in the application's range (hard limit == soft
+// limit, or placement off) take at most a sixteenth of that range, and at least this many.
+constexpr size_t kKeptLowAtLeast = 8;
 // A failing poll (only ever seen with failure injection) is retried after this.
 constexpr auto kPollRetry = std::chrono::milliseconds(10);
 // How long the listener outlives the last export and connection: export/free cycles then reuse it.
@@ -100,26 +105,38 @@ void EmuSharing::close_pending_locked(int fd) {
   }
 }
 
-void EmuSharing::cap_kept_locked(unsigned uid) {
-  size_t total = 0;
-  std::map<unsigned, size_t> per_uid;
+void EmuSharing::cap_kept_locked(unsigned uid, bool low) {
+  size_t total = 0, lows = 0;
+  std::map<unsigned, size_t> per_uid, low_per_uid;
   for (const PendingPeer& q : pending_) {
     if (!q.kept) continue;
     ++total;
     ++per_uid[q.peer.uid];
+    if (q.low) ++lows, ++low_per_uid[q.peer.uid];
   }
-  unsigned from = uid;
-  if (per_uid[uid] <= kKeptPerUid) {
-    if (total <= kKeptTotal) return;
-    // Over the total: the uid holding the most gives one up, so that no uid can crowd out others.
+  // Over a shared cap, the uid holding the most gives one up, so that no uid can crowd out others.
+  auto greediest = [&](const std::map<unsigned, size_t>& held) {
+    unsigned who = uid;
     size_t most = 0;
-    for (const auto& [u, n] : per_uid) {
-      if (n > most) most = n, from = u;
+    for (const auto& [u, n] : held) {
+      if (n > most) most = n, who = u;
     }
+    return who;
+  };
+  const size_t uid_cap = uid == thread_uid_ ? kKeptPerUid : kKeptPerOtherUid;
+  bool only_low = false;
+  unsigned from = uid;
+  if (low && lows > std::max<uint64_t>(kKeptLowAtLeast, transport_.descriptor_limit() / 16)) {
+    only_low = true;  // the application's own descriptors come first
+    from = greediest(low_per_uid);
+  } else if (per_uid[uid] <= uid_cap) {
+    if (total <= kKeptTotal) return;
+    from = greediest(per_uid);
   }
   auto victim = pending_.end();
   for (auto it = pending_.begin(); it != pending_.end(); ++it) {
-    if (it->kept && it->peer.uid == from && (victim == pending_.end() || it->used < victim->used)) {
+    if (it->kept && it->peer.uid == from && (!only_low || it->low) &&
+        (victim == pending_.end() || it->used < victim->used)) {
       victim = it;
     }
   }
@@ -144,13 +161,15 @@ void EmuSharing::after_answer(int fd) {
     drop_pending_locked(it);
     return;
   }
-  it->fd = transport_.place_kept(fd);
+  bool above = false;
+  it->fd = transport_.place_kept(fd, &above);
   it->pidfd = pidfd;
   it->kept = true;
+  it->low = !above;
   it->waiting = false;
   it->used = ++kept_clock_;
   share::counters().exporter_links.fetch_add(1, std::memory_order_relaxed);
-  cap_kept_locked(it->peer.uid);
+  cap_kept_locked(it->peer.uid, it->low);
 }
 
 void EmuSharing::hold_locked(PendingPeer p) {

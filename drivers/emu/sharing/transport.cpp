@@ -4,6 +4,7 @@
 #include <poll.h>
 #include <sys/eventfd.h>
 #include <sys/random.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <time.h>
@@ -276,7 +277,15 @@ bool UnixShareTransport::exited(int pidfd) {
   return r != 0;
 }
 
-int UnixShareTransport::place_kept(int fd) { return os::place_held(fd, nullptr); }
+int UnixShareTransport::place_kept(int fd, bool* above) {
+  return os::place_held(fd, nullptr, above);
+}
+
+uint64_t UnixShareTransport::descriptor_limit() {
+  rlimit lim{};
+  if (::getrlimit(RLIMIT_NOFILE, &lim) != 0 || lim.rlim_cur == RLIM_INFINITY) return 0;
+  return lim.rlim_cur;
+}
 
 int UnixShareTransport::open_wake(int* fd) {
   if (fd == nullptr) return -EINVAL;

@@ -77,8 +77,13 @@ class ShareTransport {
     return true;
   }
   // A connection about to be kept: the descriptor to use from now on, out of the application's
-  // descriptor range where there is room (`fd` itself otherwise).
-  virtual int place_kept(int fd) { return fd; }
+  // descriptor range where there is room (`fd` itself otherwise); *above tells whether it is out.
+  virtual int place_kept(int fd, bool* above) {
+    *above = false;
+    return fd;
+  }
+  // The application's soft descriptor limit (0 when unknown or infinite).
+  virtual uint64_t descriptor_limit() { return 0; }
   // -EAGAIN when no connection waits; -EMFILE / -ENFILE / -ENOBUFS / -ENOMEM when there is no
   // room for one now (it stays queued).
   virtual int accept(int listen_fd, int* conn, PeerInfo* peer) = 0;
@@ -129,7 +134,8 @@ class UnixShareTransport final : public ShareTransport {
   int pin_peer(int fd, int* pidfd) override;
   // One poll of the pidfd: it turns readable when its process exits.
   bool exited(int pidfd) override;
-  int place_kept(int fd) override;
+  int place_kept(int fd, bool* above) override;
+  uint64_t descriptor_limit() override;
   int accept(int listen_fd, int* conn, PeerInfo* peer) override;
   // A zero-length message is refused (-EINVAL): the receiver could not tell it from a hang-up.
   int send(int fd, const void* msg, size_t n, int pass_fd) override;
