@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <climits>
+#include <csignal>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -70,6 +71,11 @@ class Peer {
   // A `launcher` (a program and its arguments) runs the peer, e.g. in other namespaces.
   explicit Peer(const std::vector<std::string>& env = {}, bool init = true,
                 const std::vector<std::string>& launcher = {}) {
+    // A peer that died makes the next command's write fail ("cannot send"): a test failure, not
+    // a SIGPIPE that ends the whole test binary before its destructors (network namespaces of the
+    // fabric tests among them) run.
+    static const bool pipe_ignored = std::signal(SIGPIPE, SIG_IGN) != SIG_ERR;
+    (void)pipe_ignored;
     std::vector<std::string> vars;
     for (char** e = environ; *e; ++e) {
       std::string v = *e;
